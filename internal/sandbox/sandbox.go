@@ -1,0 +1,143 @@
+// Package sandbox holds the vocabulary every gate shares: the capabilities a
+// module can be granted, the decision a gate makes about one operation, the
+// typed Violation a denial becomes, and the Recorder that receives every
+// decision for the audit log.
+//
+// A decision always names the module that made the call. The module identity
+// is bound into each gate when the module is linked (see RATIONALE.md, "Why is
+// a module's policy bound at link time?"); the per-call details (the command
+// name) travel in the call's context and are only ever used for attribution,
+// never to decide.
+package sandbox
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Capability names one gated kind of operation.
+type Capability string
+
+// The capabilities a module can be granted.
+const (
+	Network    Capability = "network"
+	Filesystem Capability = "filesystem"
+	Subprocess Capability = "subprocess"
+	Host       Capability = "host" // the host boundary itself: bad pointers, oversized arguments
+)
+
+// Decision is one allow or deny made by a gate.
+type Decision struct {
+	Time       time.Time  `json:"time"`
+	Module     string     `json:"module"`
+	Command    string     `json:"command,omitempty"`
+	Capability Capability `json:"capability"`
+	Target     string     `json:"target"`
+	Allowed    bool       `json:"allowed"`
+	Reason     string     `json:"reason,omitempty"`
+}
+
+// Recorder receives every decision a gate makes. Implementations must be safe
+// for concurrent use and must not block for long: gates call Record inline.
+type Recorder interface {
+	Record(Decision)
+}
+
+// RecorderFunc adapts a function to Recorder.
+type RecorderFunc func(Decision)
+
+// Record calls f(d).
+func (f RecorderFunc) Record(d Decision) { f(d) }
+
+// Discard is a Recorder that drops every decision.
+var Discard Recorder = RecorderFunc(func(Decision) {})
+
+// Violation is the typed error a denial becomes. It is returned to the guest
+// (as an ABI error) and, when the command fails, to the caller of dispatch.
+type Violation struct {
+	Module     string
+	Capability Capability
+	Target     string // already sanitized by Sanitize
+	Reason     string
+}
+
+// Error renders the violation as one line, e.g.
+//
+//	sandbox violation: module dave/stripe: network: "evil.example:443" is not in its allowlist (api.stripe.com)
+func (v *Violation) Error() string {
+	return fmt.Sprintf("sandbox violation: module %s: %s: %q %s", v.Module, v.Capability, v.Target, v.Reason)
+}
+
+// Deny builds a Violation, sanitizing the target.
+func Deny(module string, c Capability, target, reason string) *Violation {
+	return &Violation{Module: module, Capability: c, Target: Sanitize(target), Reason: reason}
+}
+
+// Decision returns the audit decision that corresponds to v.
+func (v *Violation) Decision(command string) Decision {
+	return Decision{Time: time.Now(), Module: v.Module, Command: command, Capability: v.Capability, Target: v.Target, Reason: v.Reason}
+}
+
+// MaxTargetLen bounds a sanitized target.
+const MaxTargetLen = 256
+
+// Sanitize makes a target safe to print and store: control bytes and invalid
+// UTF-8 are escaped and the result is bounded to MaxTargetLen bytes. Callers
+// that hold a URL must redact userinfo and query before calling Sanitize (see
+// netgate.Redact).
+func Sanitize(s string) string {
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
+			fmt.Fprintf(&b, `\x%02x`, r)
+		case r == 0x2028 || r == 0x2029 || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
+			fmt.Fprintf(&b, `\u%04x`, r) // line separators and bidi controls
+		default:
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+		if b.Len() > MaxTargetLen {
+			out := b.String()
+			for len(out) > MaxTargetLen-3 || !utf8.ValidString(out) {
+				out = out[:len(out)-1]
+			}
+			return out + "..."
+		}
+	}
+	return b.String()
+}
+
+type callKey struct{}
+
+// Call is the per-call attribution a dispatch puts in the context of every
+// host call it serves. It is never consulted to decide anything.
+type Call struct {
+	Module  string
+	Command string
+}
+
+// WithCall returns ctx carrying c.
+func WithCall(ctx context.Context, c *Call) context.Context {
+	return context.WithValue(ctx, callKey{}, c)
+}
+
+// CallFrom returns the Call in ctx, or nil.
+func CallFrom(ctx context.Context) *Call {
+	c, _ := ctx.Value(callKey{}).(*Call)
+	return c
+}
+
+// CommandFrom returns the command name of the call in ctx, or "".
+func CommandFrom(ctx context.Context) string {
+	if c := CallFrom(ctx); c != nil {
+		return c.Command
+	}
+	return ""
+}
