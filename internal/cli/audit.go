@@ -1,0 +1,67 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/store"
+)
+
+func (a *app) auditCmd() *cobra.Command {
+	var f store.AuditFilter
+	var asJSON bool
+	var since time.Duration
+	c := &cobra.Command{
+		Use:   "audit",
+		Short: "List sandbox decisions (allowed and denied)",
+		Long: `Audit lists every decision the sandbox gates made: time, module, command,
+capability, target, decision and reason. Newest last.`,
+		Example: "  station audit --denied\n  station audit --module dave/stripe-invoicing --json",
+		Args:    exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.WithoutCancel(ctx))
+			if since > 0 {
+				f.Since = time.Now().Add(-since)
+			}
+			recs, err := s.Store.Audit(ctx, f)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if recs == nil {
+					recs = []store.AuditRecord{}
+				}
+				return writeJSON(a.io.Out, recs)
+			}
+			if len(recs) == 0 {
+				fmt.Fprintln(a.io.Err, "no sandbox decisions recorded")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "TIME\tMODULE\tCOMMAND\tCAPABILITY\tTARGET\tDECISION\tREASON")
+			for _, r := range recs {
+				d := "allow"
+				if !r.Allowed {
+					d = "DENY"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Module, r.Command, r.Capability, r.Target, d, r.Reason)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().StringVar(&f.Module, "module", "", "only decisions of this module")
+	c.Flags().BoolVar(&f.DeniedOnly, "denied", false, "only denials")
+	c.Flags().IntVar(&f.Limit, "limit", 1000, "at most this many (the newest)")
+	c.Flags().DurationVar(&since, "since", 0, "only decisions newer than this (e.g. 1h)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}

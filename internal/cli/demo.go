@@ -1,0 +1,274 @@
+package cli
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/wasmbuild"
+	"github.com/station-dev/station/manifest"
+)
+
+func (a *app) demoCmd() *cobra.Command {
+	var keep bool
+	c := &cobra.Command{
+		Use:   "demo",
+		Short: "Build the example modules, install them in a throwaway station and run them",
+		Long: `Demo shows the station end to end on embedded defaults, without touching your
+own station or the internet:
+
+  1. builds examples/hello and examples/stripe-invoicing from source,
+  2. starts a stand-in for api.stripe.com on 127.0.0.1 and points the station
+     at it through operator configuration (a resolve override, an extra CA and a
+     grant of the loopback range — the same settings an operator would use),
+  3. installs both modules into a temporary STATION_HOME,
+  4. runs a command that succeeds and one that the sandbox denies,
+  5. prints the audit log.
+
+Run it from a checkout of the station repository (it builds the examples).`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.demo(cmd.Context(), keep)
+		},
+	}
+	c.Flags().BoolVar(&keep, "keep", false, "keep the demo station home instead of deleting it")
+	return c
+}
+
+func (a *app) demo(ctx context.Context, keep bool) (err error) {
+	w := a.io.Out
+	step := func(format string, args ...any) { fmt.Fprintf(w, "\n==> "+format+"\n", args...) }
+
+	root, err := wasmbuild.RepoRoot()
+	if err != nil {
+		return fmt.Errorf("demo: %w (run it from a checkout of the station repository)", err)
+	}
+	home := a.home
+	if home == "" {
+		home, err = os.MkdirTemp("", "station-demo-")
+		if err != nil {
+			return err
+		}
+		if !keep {
+			defer os.RemoveAll(home)
+		}
+	}
+	fmt.Fprintf(w, "station demo — throwaway STATION_HOME=%s\n", home)
+
+	step("building the example modules (GOOS=wasip1 GOARCH=wasm)")
+	dirs := map[string]string{}
+	for _, ex := range []string{"hello", "stripe-invoicing"} {
+		src := filepath.Join(root, "examples", ex)
+		man, err := manifest.Load(src)
+		if err != nil {
+			return err
+		}
+		dst := filepath.Join(home, "build", ex)
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return err
+		}
+		start := time.Now()
+		if err := wasmbuild.Build(ctx, src, filepath.Join(dst, man.Wasm)); err != nil {
+			return fmt.Errorf("demo: build %s: %w", ex, err)
+		}
+		raw, err := os.ReadFile(filepath.Join(src, "module.yaml"))
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "    built %s in %s\n", man.ID, time.Since(start).Round(time.Millisecond))
+		dirs[ex] = dst
+	}
+
+	step("starting a stand-in for api.stripe.com and api.groq.com on 127.0.0.1")
+	fake, err := startFakeAPIs(home)
+	if err != nil {
+		return fmt.Errorf("demo: %w", err)
+	}
+	defer fake.Close()
+	fmt.Fprintf(w, "    listening on %s; %s/config.yaml routes both names there for module egress:\n", fake.Addr(), home)
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	for _, l := range strings.Split(strings.TrimSpace(string(cfg)), "\n") {
+		fmt.Fprintf(w, "      %s\n", l)
+	}
+
+	s, err := station.Open(ctx, home, station.Options{Logger: a.logger()})
+	if err != nil {
+		return err
+	}
+	defer s.Close(context.WithoutCancel(ctx))
+
+	for _, ex := range []string{"hello", "stripe-invoicing"} {
+		step("station module install %s", filepath.Join("examples", ex))
+		if _, err := s.Install(ctx, dirs[ex], func(p station.Plan) (bool, error) {
+			printPlan(w, p)
+			fmt.Fprintln(w, "    (approved by the demo; normally you are asked)")
+			return true, nil
+		}); err != nil {
+			return err
+		}
+	}
+
+	run := func(id, command, input string) error {
+		step("station run %s %s --input '%s'", id, command, input)
+		out, err := s.Run(ctx, id, command, []byte(input))
+		if err != nil {
+			fmt.Fprintf(w, "    error (exit code %d): %v\n", exitCode(err), err)
+			return err
+		}
+		fmt.Fprintf(w, "    %s\n", out)
+		return nil
+	}
+	if err := run("station/hello", "greet", `{"name":"Ada"}`); err != nil {
+		return err
+	}
+	if err := run("dave/stripe-invoicing", "create-invoice", `{"api_key":"sk_test_demo","customer":"cus_demo"}`); err != nil {
+		return err
+	}
+	denied := run("dave/stripe-invoicing", "fetch", `{"url":"https://evil.example/steal"}`)
+	if denied == nil || exitCode(denied) != ExitViolation {
+		return fmt.Errorf("demo: expected the sandbox to deny evil.example, got %v", denied)
+	}
+	fmt.Fprintln(w, "    ^ denied by the network gate, as the manifest declares: no connection was attempted")
+
+	step("station audit")
+	if err := s.Audit.Flush(ctx); err != nil {
+		return err
+	}
+	recs, err := s.Store.Audit(ctx, store.AuditFilter{})
+	if err != nil {
+		return err
+	}
+	for _, r := range recs {
+		d := "allow"
+		if !r.Allowed {
+			d = "DENY "
+		}
+		fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", r.Time.Local().Format("15:04:05.000"), r.Module, r.Command, r.Capability, d, r.Target, r.Reason)
+	}
+	fmt.Fprintf(w, "\ndemo finished: one call allowed, one denied; fake API saw %d request(s), all from allowed calls.\n", fake.requests())
+	return nil
+}
+
+type fakeAPIs struct {
+	srv *http.Server
+	ln  net.Listener
+	n   chan struct{}
+	cnt int
+}
+
+func (f *fakeAPIs) Addr() string { return f.ln.Addr().String() }
+func (f *fakeAPIs) Close()       { f.srv.Close() }
+func (f *fakeAPIs) requests() int {
+	for {
+		select {
+		case <-f.n:
+			f.cnt++
+		default:
+			return f.cnt
+		}
+	}
+}
+
+// startFakeAPIs serves stand-ins for Stripe and Groq over TLS on loopback,
+// with a throwaway CA, and writes the station config that routes module
+// egress for those names to it.
+func startFakeAPIs(home string) (*fakeAPIs, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "station demo CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	leafTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "api.stripe.com"},
+		DNSNames:  []string{"api.stripe.com", "api.groq.com"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leafTmpl, caCert, &leafKey.PublicKey, caKey)
+	if err != nil {
+		return nil, err
+	}
+	caPath := filepath.Join(home, "demo-ca.pem")
+	if err := os.WriteFile(caPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}), 0o600); err != nil {
+		return nil, err
+	}
+
+	f := &fakeAPIs{n: make(chan struct{}, 1024)}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/invoices", func(rw http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		json.NewEncoder(rw).Encode(map[string]any{"id": "in_demo_0001", "status": "draft", "amount_due": 4200, "currency": "eur", "customer": r.FormValue("customer")})
+	})
+	mux.HandleFunc("POST /openai/v1/chat/completions", func(rw http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		json.NewEncoder(rw).Encode(map[string]any{"choices": []any{map[string]any{"message": map[string]string{"role": "assistant", "content": "A demo summary."}}}})
+	})
+	count := http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		select {
+		case f.n <- struct{}{}:
+		default:
+		}
+		mux.ServeHTTP(rw, r)
+	})
+	f.ln, err = net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f.srv = &http.Server{Handler: count, ReadHeaderTimeout: 5 * time.Second, TLSConfig: &tls.Config{
+		Certificates: []tls.Certificate{{Certificate: [][]byte{leafDER}, PrivateKey: leafKey}},
+	}}
+	go f.srv.ServeTLS(f.ln, "", "")
+
+	addr := f.ln.Addr().String()
+	cfg := fmt.Sprintf(`# Written by station demo. Module egress only: the station's own clients ignore this.
+network:
+  resolve:
+    - api.stripe.com:443=%s
+    - api.groq.com:443=%s
+  extra_ca: demo-ca.pem
+  allow_private: [127.0.0.0/8]
+`, addr, addr)
+	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+var _ = errors.New

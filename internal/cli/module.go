@@ -1,0 +1,285 @@
+package cli
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/wasmbuild"
+	"github.com/station-dev/station/manifest"
+)
+
+func (a *app) moduleCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "module",
+		Short: "Build, install, inspect and remove modules",
+	}
+	c.AddCommand(a.moduleBuildCmd(), a.moduleInstallCmd(), a.moduleListCmd(), a.moduleShowCmd(), a.moduleRemoveCmd())
+	return c
+}
+
+func (a *app) moduleBuildCmd() *cobra.Command {
+	var out string
+	c := &cobra.Command{
+		Use:   "build DIR",
+		Short: "Build a Go module directory to WebAssembly",
+		Long: `Build compiles the Go main package in DIR with the stock Go toolchain
+(GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared) into the wasm file its
+module.yaml names (default module.wasm).`,
+		Example: "  station module build examples/hello",
+		Args:    exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			man, err := manifest.Load(dir)
+			if err != nil {
+				return err
+			}
+			if out == "" {
+				out = filepath.Join(dir, man.Wasm)
+			}
+			start := time.Now()
+			fmt.Fprintf(a.io.Err, "building %s@%s ...\n", man.ID, man.Version)
+			if err := wasmbuild.Build(cmd.Context(), dir, out); err != nil {
+				return fmt.Errorf("build %s: %w", man.ID, err)
+			}
+			fmt.Fprintf(a.io.Out, "built %s (%s) in %s\n", out, humanBytes(fileSize(out)), time.Since(start).Round(time.Millisecond))
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&out, "output", "o", "", "output file (default: the manifest's wasm path)")
+	return c
+}
+
+func (a *app) moduleInstallCmd() *cobra.Command {
+	var yes, asJSON bool
+	c := &cobra.Command{
+		Use:   "install DIR",
+		Short: "Install a built module after showing what it may do",
+		Long: `Install verifies the module's wasm against its manifest (it must compile,
+speak the station ABI and import only what the manifest grants), shows the
+permissions it asks for in plain words, and asks for approval. Use --yes in
+scripts after reviewing the manifest.`,
+		Example: "  station module install examples/hello\n  station module install --yes examples/stripe-invoicing",
+		Args:    exactArgs(1, "DIR"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.WithoutCancel(ctx))
+			plan, err := s.Install(ctx, args[0], func(p station.Plan) (bool, error) {
+				if !asJSON {
+					printPlan(a.io.Err, p)
+				}
+				if yes {
+					return true, nil
+				}
+				if !a.io.IsTerminal {
+					return false, usageError{fmt.Errorf("install %s needs approval: review the permissions above and rerun with --yes", p.Manifest.ID)}
+				}
+				fmt.Fprint(a.io.Err, "Install? [y/N] ")
+				line, _ := bufio.NewReader(a.io.In).ReadString('\n')
+				ans := strings.ToLower(strings.TrimSpace(line))
+				return ans == "y" || ans == "yes", nil
+			})
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				return writeJSON(a.io.Out, map[string]any{
+					"id": plan.Manifest.ID, "version": plan.Manifest.Version, "digest": plan.Digest, "permissions": plan.Permissions,
+				})
+			}
+			fmt.Fprintf(a.io.Out, "installed %s@%s (%s)\n", plan.Manifest.ID, plan.Manifest.Version, plan.Digest)
+			return nil
+		},
+	}
+	c.Flags().BoolVarP(&yes, "yes", "y", false, "approve without asking")
+	c.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	return c
+}
+
+func printPlan(w io.Writer, p station.Plan) {
+	m := p.Manifest
+	fmt.Fprintf(w, "%s %s", m.ID, m.Version)
+	if m.Description != "" {
+		fmt.Fprintf(w, " — %s", m.Description)
+	}
+	fmt.Fprintln(w)
+	if p.Replaces != nil {
+		fmt.Fprintf(w, "  replaces  %s (%s)\n", p.Replaces.Version, p.Replaces.Digest)
+	}
+	fmt.Fprintf(w, "  digest    %s (%s)\n", p.Digest, humanBytes(int64(p.Size)))
+	names := make([]string, len(m.Commands))
+	for i, c := range m.Commands {
+		names[i] = c.Name
+	}
+	fmt.Fprintf(w, "  commands  %s\n", strings.Join(names, ", "))
+	fmt.Fprintln(w, "  This module:")
+	for _, l := range p.Permissions.Describe() {
+		fmt.Fprintf(w, "    - %s\n", l)
+	}
+}
+
+func (a *app) moduleListCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "list",
+		Short: "List installed modules",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.WithoutCancel(ctx))
+			mods, err := s.Store.Modules(ctx)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				out := make([]map[string]any, 0, len(mods))
+				for _, m := range mods {
+					out = append(out, map[string]any{"id": m.ID, "version": m.Version, "digest": m.Digest, "installed_at": m.InstalledAt, "permissions": json.RawMessage(m.Approved)})
+				}
+				return writeJSON(a.io.Out, out)
+			}
+			if len(mods) == 0 {
+				fmt.Fprintln(a.io.Err, "no modules installed (station module install DIR)")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "ID\tVERSION\tDIGEST\tNETWORK")
+			for _, m := range mods {
+				var p station.Permissions
+				_ = json.Unmarshal(m.Approved, &p)
+				netw := strings.Join(p.Network, ", ")
+				if netw == "" {
+					netw = "(none)"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Version, shortDigest(m.Digest), netw)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+func (a *app) moduleShowCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show ID",
+		Short: "Show an installed module: permissions, digest, commands",
+		Args:  exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.WithoutCancel(ctx))
+			rec, err := s.Store.Module(ctx, args[0])
+			if err != nil {
+				return fmt.Errorf("show %s: module is not installed", args[0])
+			}
+			man, err := manifest.Parse("module.yaml", rec.Manifest)
+			if err != nil {
+				return err
+			}
+			var p station.Permissions
+			_ = json.Unmarshal(rec.Approved, &p)
+			if asJSON {
+				cmds := make([]map[string]string, len(man.Commands))
+				for i, c := range man.Commands {
+					cmds[i] = map[string]string{"name": c.Name, "description": c.Description}
+				}
+				return writeJSON(a.io.Out, map[string]any{
+					"id": rec.ID, "version": rec.Version, "description": man.Description, "digest": rec.Digest,
+					"installed_at": rec.InstalledAt, "commands": cmds, "permissions": p,
+				})
+			}
+			w := a.io.Out
+			fmt.Fprintf(w, "%s %s\n", rec.ID, rec.Version)
+			if man.Description != "" {
+				fmt.Fprintf(w, "  %s\n", man.Description)
+			}
+			fmt.Fprintf(w, "digest     %s\ninstalled  %s\n", rec.Digest, rec.InstalledAt.Local().Format(time.RFC3339))
+			fmt.Fprintln(w, "commands")
+			for _, c := range man.Commands {
+				fmt.Fprintf(w, "  %-20s %s\n", c.Name, c.Description)
+			}
+			fmt.Fprintln(w, "permissions (approved)")
+			for _, l := range p.Describe() {
+				fmt.Fprintf(w, "  - %s\n", l)
+			}
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+func (a *app) moduleRemoveCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove ID",
+		Short: "Uninstall a module",
+		Args:  exactArgs(1, "ID"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.WithoutCancel(ctx))
+			if err := s.Remove(ctx, args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(a.io.Out, "removed %s\n", args[0])
+			return nil
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (a *app) runCmd() *cobra.Command {
+	var input string
+	var compact bool
+	c := &cobra.Command{
+		Use:   "run ID COMMAND",
+		Short: "Run a module command and print its JSON result",
+		Long: `Run runs COMMAND of the installed module ID with a JSON input and prints the
+JSON result. The module is confined to the permissions approved at install;
+if a gate denies an operation and the command fails, the error names the
+module, the capability, the target and the reason, and the exit code is 3.
+
+Exit codes: 0 ok, 1 error, 2 usage, 3 sandbox violation, 4 module crashed or
+timed out.`,
+		Example: `  station run station/hello greet --input '{"name":"Ada"}'
+  station run dave/stripe-invoicing create-invoice --input @invoice.json
+  echo '{"name":"Ada"}' | station run station/hello greet --input -`,
+		Args: exactArgs(2, "ID", "COMMAND"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			in, err := a.readInput(input)
+			if err != nil {
+				return err
+			}
+			s, err := a.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer s.Close(context.WithoutCancel(ctx))
+			out, err := s.Run(ctx, args[0], args[1], in)
+			if err != nil {
+				return err
+			}
+			var buf bytes.Buffer
+			if !compact && json.Indent(&buf, out, "", "  ") == nil {
+				out = buf.Bytes()
+			}
+			a.io.Out.Write(out)
+			fmt.Fprintln(a.io.Out)
+			return nil
+		},
+	}
+	c.Flags().StringVarP(&input, "input", "i", "", "JSON input: inline JSON, @FILE, or - for standard input (default {})")
+	c.Flags().BoolVar(&compact, "compact", false, "print the result without indentation")
+	return c
+}
+
+// readInput resolves --input and checks that it is JSON.
+func (a *app) readInput(spec string) ([]byte, error) {
+	var in []byte
+	switch {
+	case spec == "":
+		in = []byte("{}")
+	case spec == "-":
+		b, err := io.ReadAll(io.LimitReader(a.io.In, 64<<20))
+		if err != nil {
+			return nil, fmt.Errorf("read input from stdin: %w", err)
+		}
+		in = b
+	case strings.HasPrefix(spec, "@"):
+		b, err := os.ReadFile(spec[1:])
+		if err != nil {
+			return nil, fmt.Errorf("read input: %w", err)
+		}
+		in = b
+	default:
+		in = []byte(spec)
+	}
+	in = bytes.TrimSpace(in)
+	if !json.Valid(in) {
+		return nil, usageError{fmt.Errorf("--input is not valid JSON (use '{\"key\":\"value\"}', @file.json or - for stdin)")}
+	}
+	return in, nil
+}

@@ -1,0 +1,245 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// ErrorKind classifies a failed call.
+type ErrorKind string
+
+// The kinds of call failure.
+const (
+	KindCommand  ErrorKind = "command"  // the guest returned an error
+	KindUnknown  ErrorKind = "unknown"  // no such command
+	KindInput    ErrorKind = "input"    // the input was refused before the guest ran
+	KindBusy     ErrorKind = "busy"     // the caller's context ended while waiting for a slot
+	KindTimeout  ErrorKind = "timeout"  // the call's deadline passed
+	KindCrash    ErrorKind = "crash"    // the guest trapped or exited
+	KindFault    ErrorKind = "fault"    // the guest passed a bad pointer or length to a host call
+	KindInternal ErrorKind = "internal" // the station failed
+)
+
+// CallError is the error a failed call returns. It always names the module.
+type CallError struct {
+	Module    string
+	Command   string
+	Kind      ErrorKind
+	Msg       string
+	Violation *sandbox.Violation // the first denial during the call, if any
+}
+
+// Error renders the failure; a denial that made the call fail comes first,
+// because that is what the operator needs to see.
+func (e *CallError) Error() string {
+	if e.Violation != nil {
+		if e.Msg != "" && !strings.Contains(e.Msg, e.Violation.Target) {
+			return e.Violation.Error() + " (module reported: " + e.Msg + ")"
+		}
+		return e.Violation.Error()
+	}
+	return fmt.Sprintf("module %s: %s: %s", e.Module, e.Command, e.Msg)
+}
+
+// Unwrap exposes the violation to errors.As.
+func (e *CallError) Unwrap() error {
+	if e.Violation != nil {
+		return e.Violation
+	}
+	return nil
+}
+
+// callState is the per-call state of an instance: what the host functions
+// may touch while a call is active. It is reset after each call.
+type callState struct {
+	ctx       context.Context
+	command   string
+	bufs      [MaxBuffers][]byte
+	live      [MaxBuffers]bool
+	output    []byte
+	violation *sandbox.Violation
+	fault     string
+}
+
+func (st *callState) reset() {
+	st.ctx = nil
+	st.command = ""
+	for i := range st.bufs {
+		st.bufs[i] = nil
+		st.live[i] = false
+	}
+	st.output = st.output[:0]
+	if cap(st.output) > 64<<10 {
+		st.output = nil // do not pin a huge output buffer in a pooled instance
+	}
+	st.violation = nil
+	st.fault = ""
+}
+
+// newBuf stores b and returns its handle (1-based), or 0 when the call has
+// too many live buffers.
+func (st *callState) newBuf(b []byte) uint32 {
+	for i := range st.live {
+		if !st.live[i] {
+			st.live[i] = true
+			st.bufs[i] = b
+			return uint32(i + 1)
+		}
+	}
+	return 0
+}
+
+func (st *callState) buf(h uint32) ([]byte, bool) {
+	if h == 0 || h > MaxBuffers || !st.live[h-1] {
+		return nil, false
+	}
+	return st.bufs[h-1], true
+}
+
+func (st *callState) free(h uint32) {
+	if h != 0 && h <= MaxBuffers {
+		st.live[h-1] = false
+		st.bufs[h-1] = nil
+	}
+}
+
+type instKey struct{}
+
+// instanceFrom returns the instance a host function serves. Host functions
+// are only reachable through a call (or an instance's start), and a dispatch
+// always puts the instance in the context it passes to wazero.
+func instanceFrom(ctx context.Context) *instance {
+	inst, _ := ctx.Value(instKey{}).(*instance)
+	return inst
+}
+
+func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte, error) {
+	m.inflight.Add(1)
+	defer m.inflight.Done()
+	fail := func(kind ErrorKind, format string, args ...any) error {
+		return &CallError{Module: m.id, Command: command, Kind: kind, Msg: fmt.Sprintf(format, args...)}
+	}
+	if !m.hasCommand(command) {
+		return nil, fail(KindUnknown, "no such command (commands: %s)", strings.Join(m.commands, ", "))
+	}
+	if len(input) > m.limits.MaxInput {
+		return nil, fail(KindInput, "input is %d bytes; the limit is %d", len(input), m.limits.MaxInput)
+	}
+	if err := m.lim.acquire(ctx); err != nil {
+		return nil, fail(KindBusy, "waiting for a free slot (concurrency %d): %v", m.limits.Concurrency, err)
+	}
+	defer m.lim.release()
+
+	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
+	defer cancel()
+
+	inst := m.pool.get()
+	if inst == nil || m.limits.Fresh {
+		var err error
+		inst, err = m.instantiate(ctx)
+		if err != nil {
+			return nil, &CallError{Module: m.id, Command: command, Kind: KindCrash, Msg: err.Error()}
+		}
+	}
+
+	ctx = sandbox.WithCall(ctx, &sandbox.Call{Module: m.id, Command: command})
+	st := &inst.st
+	st.ctx = ctx
+	st.command = command
+	cmdH := st.newBuf([]byte(command))
+	var inH uint32
+	if len(input) > 0 {
+		inH = st.newBuf(input)
+	}
+	inst.err.resetCall()
+	cctx := context.WithValue(ctx, instKey{}, inst)
+	stack := [2]uint64{uint64(cmdH), uint64(inH)}
+	callErr := inst.fn.CallWithStack(cctx, stack[:])
+
+	var out []byte
+	var err error
+	switch {
+	case callErr != nil:
+		inst.dead = true
+		err = m.trapError(ctx, command, callErr, inst)
+	case st.fault != "":
+		inst.dead = true // its memory is suspect
+		err = &CallError{Module: m.id, Command: command, Kind: KindFault, Msg: st.fault}
+	default:
+		switch uint32(stack[0]) {
+		case abi.CallOK:
+			out = append([]byte(nil), st.output...)
+			if len(out) == 0 {
+				out = []byte("null")
+			}
+		case abi.CallUnknownCommand:
+			err = &CallError{Module: m.id, Command: command, Kind: KindUnknown, Msg: guestText(st.output, "the module does not implement this command")}
+		case abi.CallFailed:
+			err = &CallError{Module: m.id, Command: command, Kind: KindCommand, Msg: guestText(st.output, "failed")}
+		default:
+			inst.dead = true
+			err = &CallError{Module: m.id, Command: command, Kind: KindCrash, Msg: fmt.Sprintf("%s returned %d, which is not a defined result", abi.ExportCall, uint32(stack[0]))}
+		}
+	}
+	if ce, ok := err.(*CallError); ok && st.violation != nil {
+		ce.Violation = st.violation
+	}
+	st.reset()
+	if inst.dead || m.limits.Fresh {
+		inst.close()
+	} else {
+		m.pool.put(inst)
+	}
+	return out, err
+}
+
+func (m *Module) trapError(ctx context.Context, command string, callErr error, inst *instance) error {
+	e := &CallError{Module: m.id, Command: command, Kind: KindCrash}
+	var exit *sys.ExitError
+	if ctx.Err() != nil || (errors.As(callErr, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled)) {
+		e.Kind = KindTimeout
+		if errors.Is(ctx.Err(), context.Canceled) {
+			e.Msg = "canceled"
+		} else {
+			e.Msg = fmt.Sprintf("did not finish within its deadline (%s); the instance was stopped", roundDur(m.limits.Timeout))
+		}
+		return e
+	}
+	e.Msg = describeTrap(callErr, inst.err.tail()) + "; the instance was discarded"
+	return e
+}
+
+func roundDur(d time.Duration) time.Duration {
+	if d > time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d
+}
+
+// guestText renders a guest-provided error message safely.
+func guestText(b []byte, def string) string {
+	if len(b) == 0 {
+		return def
+	}
+	if len(b) > 4096 {
+		b = b[:4096]
+	}
+	return sandbox.Sanitize(string(b))
+}
+
+func (m *Module) hasCommand(name string) bool {
+	for _, c := range m.commands {
+		if c == name {
+			return true
+		}
+	}
+	return false
+}

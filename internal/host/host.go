@@ -1,0 +1,286 @@
+// Package host runs modules: it compiles each module's WebAssembly once, keeps
+// a pool of warm instances per module, links into each module exactly the
+// imports its manifest grants — with the module's policy bound into them at
+// link time — and serves every call through one dispatch entry point,
+// Host.Call.
+//
+// Each module gets its own wazero.Runtime. The runtime is the module's whole
+// world: its namespace holds only that module's instances and one "station"
+// host module whose functions close over that module's gates. No gate is ever
+// looked up from process-wide state or from anything the caller controls, so
+// one module's policy cannot govern another module or the station (see
+// RATIONALE.md, "Why is a module's policy bound at link time?").
+package host
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/manifest"
+)
+
+// Defaults for the limits a manifest does not set.
+const (
+	DefaultMemory      = 128 << 20
+	DefaultTimeout     = 30 * time.Second
+	DefaultConcurrency = 8
+	// DefaultMaxInput bounds a call's input document.
+	DefaultMaxInput = 16 << 20
+	// DefaultMaxOutput bounds what a guest may set with output_set.
+	DefaultMaxOutput = 16 << 20
+	// DefaultMaxArg bounds a host-call argument document (an HTTP request).
+	DefaultMaxArg = 16 << 20
+	// MaxLogLine bounds one log import call.
+	MaxLogLine = 64 << 10
+	// MaxBuffers bounds the live buffers of one call.
+	MaxBuffers = 64
+)
+
+// Options configure a Host. The zero value is usable: in-memory compilation
+// cache, no audit, default limits.
+type Options struct {
+	// Cache is shared by every module's runtime. If nil, one is made from
+	// CacheDir (on disk) or kept in memory when CacheDir is empty.
+	Cache wazero.CompilationCache
+	// CacheDir is the on-disk compilation cache; it must be writable only by
+	// the station and must never be inside a module-writable tree.
+	CacheDir string
+	// Recorder receives every sandbox decision.
+	Recorder sandbox.Recorder
+	// Logger receives the module log (gates at load, guest log lines).
+	Logger *slog.Logger
+	// Operator holds the operator's network settings for module egress.
+	Operator *netgate.Operator
+	// Limits are the defaults for limits a manifest leaves unset.
+	Limits Limits
+	// MaxLimits are the operator's maxima; a manifest asking for more is
+	// refused at load. Zero fields mean no maximum beyond the hard ones.
+	MaxLimits Limits
+}
+
+// Limits bound a module's resources.
+type Limits struct {
+	MemoryBytes uint64
+	Timeout     time.Duration
+	Concurrency int
+	// Fresh runs every call on a new instance instead of a warm one.
+	Fresh     bool
+	MaxInput  int
+	MaxOutput int
+	MaxArg    int
+}
+
+// Host owns the loaded modules. It is safe for concurrent use.
+type Host struct {
+	opts      Options
+	cache     wazero.CompilationCache
+	ownsCache bool
+	log       *slog.Logger
+	rec       sandbox.Recorder
+
+	mu      sync.Mutex                         // serializes Load/Unload/Close
+	modules atomic.Pointer[map[string]*Module] // copy-on-write: Call never locks
+	closed  bool
+}
+
+// New returns a Host.
+func New(opts Options) (*Host, error) {
+	h := &Host{opts: opts, log: opts.Logger, rec: opts.Recorder}
+	if h.log == nil {
+		h.log = slog.New(slog.DiscardHandler)
+	}
+	if h.rec == nil {
+		h.rec = sandbox.Discard
+	}
+	h.cache = opts.Cache
+	if h.cache == nil {
+		h.ownsCache = true
+		if opts.CacheDir != "" {
+			c, err := wazero.NewCompilationCacheWithDir(opts.CacheDir)
+			if err != nil {
+				return nil, fmt.Errorf("compilation cache %s: %w", opts.CacheDir, err)
+			}
+			h.cache = c
+		} else {
+			h.cache = wazero.NewCompilationCache()
+		}
+	}
+	empty := map[string]*Module{}
+	h.modules.Store(&empty)
+	return h, nil
+}
+
+// ErrUnknownModule is returned by Call for a module that is not loaded.
+var ErrUnknownModule = errors.New("module is not installed")
+
+// Digest returns the sha256 digest of a module's wasm, as "sha256:<hex>".
+func Digest(wasm []byte) string {
+	sum := sha256.Sum256(wasm)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Load compiles a module, links its policy and warms one instance. Loading a
+// module whose id is already loaded replaces it: calls that start after Load
+// returns use the new module (and its policy); calls in flight finish on the
+// old one, which is then closed.
+func (h *Host) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*Module, error) {
+	mod, err := h.newModule(ctx, m, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("load %s@%s: %w", m.ID, m.Version, err)
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		mod.close(ctx)
+		return nil, errors.New("host is closed")
+	}
+	old := h.swap(m.ID, mod)
+	h.mu.Unlock()
+	if old != nil {
+		old.retire(ctx)
+	}
+	mod.logGates()
+	return mod, nil
+}
+
+// Unload removes a module; calls in flight finish first.
+func (h *Host) Unload(ctx context.Context, id string) error {
+	h.mu.Lock()
+	old := h.swap(id, nil)
+	h.mu.Unlock()
+	if old == nil {
+		return fmt.Errorf("unload %s: %w", id, ErrUnknownModule)
+	}
+	old.retire(ctx)
+	return nil
+}
+
+// swap replaces (or, with nil, removes) the module with id and returns the
+// previous one. h.mu must be held.
+func (h *Host) swap(id string, mod *Module) *Module {
+	cur := *h.modules.Load()
+	next := make(map[string]*Module, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	old := next[id]
+	if mod == nil {
+		delete(next, id)
+	} else {
+		next[id] = mod
+	}
+	h.modules.Store(&next)
+	return old
+}
+
+// Module returns the loaded module with id, or nil.
+func (h *Host) Module(id string) *Module { return (*h.modules.Load())[id] }
+
+// Modules returns the ids of the loaded modules.
+func (h *Host) Modules() []string {
+	cur := *h.modules.Load()
+	ids := make([]string, 0, len(cur))
+	for id := range cur {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// Call is the one dispatch entry point: the CLI, the daemon API and the
+// workflow engine all run module commands through it. It runs command of
+// module id with the JSON input and returns the JSON output.
+//
+// A failed call returns a *CallError. When a gate denied something during a
+// failed call, errors.As(err, **sandbox.Violation) finds the first denial.
+func (h *Host) Call(ctx context.Context, id, command string, input []byte) ([]byte, error) {
+	mod := (*h.modules.Load())[id]
+	if mod == nil {
+		return nil, fmt.Errorf("run %s %s: %w", id, command, ErrUnknownModule)
+	}
+	return mod.call(ctx, command, input)
+}
+
+// Close unloads every module and releases the runtimes.
+func (h *Host) Close(ctx context.Context) error {
+	h.mu.Lock()
+	h.closed = true
+	cur := *h.modules.Load()
+	empty := map[string]*Module{}
+	h.modules.Store(&empty)
+	h.mu.Unlock()
+	for _, m := range cur {
+		m.retire(ctx)
+	}
+	for _, m := range cur {
+		<-m.done
+	}
+	if h.ownsCache {
+		return h.cache.Close(ctx)
+	}
+	return nil
+}
+
+func (h *Host) resolveLimits(ml manifest.Limits) (Limits, error) {
+	d := h.opts.Limits
+	l := Limits{
+		MemoryBytes: pick(ml.MemoryBytes, d.MemoryBytes, DefaultMemory),
+		Timeout:     pick(ml.Timeout, d.Timeout, DefaultTimeout),
+		Concurrency: pick(ml.Concurrency, d.Concurrency, DefaultConcurrency),
+		Fresh:       ml.Fresh || d.Fresh,
+		MaxInput:    pick(0, d.MaxInput, DefaultMaxInput),
+		MaxOutput:   pick(0, d.MaxOutput, DefaultMaxOutput),
+		MaxArg:      pick(0, d.MaxArg, DefaultMaxArg),
+	}
+	mx := h.opts.MaxLimits
+	var errs []string
+	if mx.MemoryBytes > 0 && l.MemoryBytes > mx.MemoryBytes {
+		errs = append(errs, fmt.Sprintf("limits.memory %d bytes exceeds the operator maximum %d", l.MemoryBytes, mx.MemoryBytes))
+	}
+	if mx.Timeout > 0 && l.Timeout > mx.Timeout {
+		errs = append(errs, fmt.Sprintf("limits.timeout %s exceeds the operator maximum %s", l.Timeout, mx.Timeout))
+	}
+	if mx.Concurrency > 0 && l.Concurrency > mx.Concurrency {
+		errs = append(errs, fmt.Sprintf("limits.concurrency %d exceeds the operator maximum %d", l.Concurrency, mx.Concurrency))
+	}
+	if l.MemoryBytes > 4<<30 {
+		errs = append(errs, "limits.memory exceeds 4GiB, the most a 32-bit WebAssembly module can address")
+	}
+	if len(errs) > 0 {
+		return l, errors.New(strings.Join(errs, "; "))
+	}
+	return l, nil
+}
+
+func pick[T comparable](vals ...T) T {
+	var zero T
+	for _, v := range vals {
+		if v != zero {
+			return v
+		}
+	}
+	return zero
+}
+
+// Check verifies that wasm can run as the module m describes — it compiles,
+// speaks the station's ABI, imports only what m grants, and starts — without
+// loading it.
+func (h *Host) Check(ctx context.Context, m *manifest.Manifest, wasm []byte) error {
+	mod, err := h.newModule(ctx, m, wasm)
+	if err != nil {
+		return err
+	}
+	mod.close(ctx)
+	return nil
+}

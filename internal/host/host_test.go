@@ -1,0 +1,149 @@
+package host_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/wasmbuild"
+	"github.com/station-dev/station/manifest"
+)
+
+var (
+	cacheOnce sync.Once
+	cache     wazero.CompilationCache
+)
+
+func newHost(t testing.TB, opts host.Options) *host.Host {
+	t.Helper()
+	cacheOnce.Do(func() {
+		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "station-test-wazero-cache"))
+		if err != nil {
+			c = wazero.NewCompilationCache()
+		}
+		cache = c
+	})
+	opts.Cache = cache
+	h, err := host.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close(context.Background()) })
+	return h
+}
+
+func parse(t testing.TB, src string) *manifest.Manifest {
+	t.Helper()
+	m, err := manifest.Parse("module.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func helloManifest(t testing.TB) *manifest.Manifest {
+	t.Helper()
+	m, err := manifest.Load(filepath.Join(repoRoot(t), "examples", "hello"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	r, err := wasmbuild.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+func TestCallHello(t *testing.T) {
+	h := newHost(t, host.Options{})
+	if _, err := h.Load(context.Background(), helloManifest(t), wasmbuild.ForTest(t, "examples/hello")); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 3; i++ {
+		out, err := h.Call(context.Background(), "station/hello", "greet", []byte(`{"name":"Ada"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, want := string(out), `{"greeting":"Hello, Ada!"}`; got != want {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	}
+	_, err := h.Call(context.Background(), "station/hello", "nope", nil)
+	var ce *host.CallError
+	if !errors.As(err, &ce) || ce.Kind != host.KindUnknown || !strings.Contains(err.Error(), "greet") {
+		t.Fatalf("unknown command: got %v", err)
+	}
+	if _, err := h.Call(context.Background(), "station/missing", "greet", nil); !errors.Is(err, host.ErrUnknownModule) {
+		t.Fatalf("unknown module: got %v", err)
+	}
+}
+
+const probeNoNet = `id: test/probe
+version: "1.0.0"
+wasm: module.wasm
+commands: [{name: run}]
+requires: {network: {allow: []}, subprocess: false, filesystem_writes: []}
+`
+
+// A module that imports something the station does not offer does not load;
+// a module without network grants loads and every request is denied.
+func TestLoadRefusesUnofferedImports(t *testing.T) {
+	h := newHost(t, host.Options{})
+	_, err := h.Load(context.Background(), parse(t, probeNoNet), probe.Wasm(t, probe.ExtraImportTag))
+	if err == nil || !strings.Contains(err.Error(), "station.exec") || !strings.Contains(err.Error(), "subprocess") {
+		t.Fatalf("probe importing station.exec: got %v", err)
+	}
+	if _, err := h.Load(context.Background(), parse(t, probeNoNet), probe.Wasm(t)); err != nil {
+		t.Fatal(err)
+	}
+	out, err := h.Call(context.Background(), "test/probe", probe.Command, probe.Run(probe.HTTP("GET", "https://api.stripe.com/")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := probe.Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res[0].OK || res[0].Error == nil || res[0].Error.Code != "denied" || !strings.Contains(res[0].Error.Reason, "(none)") {
+		t.Fatalf("request under an empty allowlist: got %+v", res[0])
+	}
+}
+
+// Host calls made while no call is active (from the start function) are
+// refused; and the audit recorder sees host-boundary faults.
+func TestFaultIsRecorded(t *testing.T) {
+	var mu sync.Mutex
+	var got []sandbox.Decision
+	h := newHost(t, host.Options{Recorder: sandbox.RecorderFunc(func(d sandbox.Decision) {
+		mu.Lock()
+		got = append(got, d)
+		mu.Unlock()
+	})})
+	if _, err := h.Load(context.Background(), parse(t, probeNoNet), probe.Wasm(t, probe.NoNetworkTag)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Call(context.Background(), "test/probe", probe.Command, probe.Run(probe.Raw("output_set", 0xfffffff0, 64)))
+	var ce *host.CallError
+	if !errors.As(err, &ce) || ce.Kind != host.KindFault || ce.Module != "test/probe" {
+		t.Fatalf("got %v, want a fault naming test/probe", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0].Capability != sandbox.Host || got[0].Allowed || got[0].Module != "test/probe" || got[0].Command != probe.Command {
+		t.Fatalf("decisions: %+v", got)
+	}
+}

@@ -1,0 +1,265 @@
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// The station imports are registered with the stack-based API
+// (WithGoModuleFunction): no reflection per call, see ../shared/PERF.md.
+// Every argument is hostile: handles are looked up in the call's own table,
+// lengths are checked against limits before anything is allocated, and
+// pointers are checked by api.Memory's bounds-checked Read/Write.
+
+var (
+	i32   = api.ValueTypeI32
+	i64   = api.ValueTypeI64
+	noVal = []api.ValueType{}
+)
+
+// offered is the set of station imports linked into this module. A capability
+// that is not granted has no import at all.
+func (m *Module) offered() map[string]bool {
+	o := map[string]bool{
+		abi.ImportBufLen:      true,
+		abi.ImportBufRead:     true,
+		abi.ImportBufFree:     true,
+		abi.ImportOutputSet:   true,
+		abi.ImportLog:         true,
+		abi.ImportHTTPRequest: true,
+	}
+	return o
+}
+
+// link instantiates this module's "station" host module. Its functions close
+// over m: the policy is bound here, once.
+func (m *Module) link(ctx context.Context) error {
+	b := m.rt.NewHostModuleBuilder(abi.ImportModule)
+	fn := func(name string, f api.GoModuleFunc, params, results []api.ValueType) {
+		b.NewFunctionBuilder().WithGoModuleFunction(f, params, results).Export(name)
+	}
+	fn(abi.ImportBufLen, m.bufLen, []api.ValueType{i32}, []api.ValueType{i32})
+	fn(abi.ImportBufRead, m.bufRead, []api.ValueType{i32, i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportBufFree, m.bufFree, []api.ValueType{i32}, noVal)
+	fn(abi.ImportOutputSet, m.outputSet, []api.ValueType{i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportLog, m.logLine, []api.ValueType{i32, i32, i32}, []api.ValueType{i32})
+	fn(abi.ImportHTTPRequest, m.httpRequest, []api.ValueType{i32, i32}, []api.ValueType{i64})
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+// active returns the calling instance's state while a call of this module is
+// running, or nil (during _initialize, or if anything is inconsistent).
+func (m *Module) active(ctx context.Context, mod api.Module) *instance {
+	inst := instanceFrom(ctx)
+	if inst == nil || inst.m != m || inst.mod != mod || inst.st.ctx == nil {
+		return nil
+	}
+	return inst
+}
+
+func negStatus(s abi.Status) uint64 { return uint64(uint32(-int32(s))) }
+
+// fault records a bad pointer or length: the guest gets StatusFault, the
+// audit log gets a host-boundary denial, and the call fails.
+func (m *Module) fault(inst *instance, fn string, ptr, length uint32) {
+	target := fmt.Sprintf("%s(ptr=%#x, len=%d)", fn, ptr, length)
+	reason := fmt.Sprintf("is outside guest memory (%d bytes)", inst.mem.Size())
+	m.rec.Record(sandbox.Decision{Time: time.Now(), Module: m.id, Command: inst.st.command, Capability: sandbox.Host, Target: target, Reason: reason})
+	if inst.st.fault == "" {
+		inst.st.fault = fmt.Sprintf("host call %s: pointer %#x and length %d are outside guest memory (%d bytes)", fn, ptr, length, inst.mem.Size())
+	}
+}
+
+// buf_len(h i32) -> i32
+func (m *Module) bufLen(ctx context.Context, mod api.Module, stack []uint64) {
+	inst := m.active(ctx, mod)
+	if inst == nil {
+		stack[0] = uint64(0xffffffff)
+		return
+	}
+	b, ok := inst.st.buf(uint32(stack[0]))
+	if !ok {
+		stack[0] = uint64(0xffffffff)
+		return
+	}
+	stack[0] = uint64(uint32(len(b)))
+}
+
+// buf_read(h i32, ptr i32, len i32) -> i32
+func (m *Module) bufRead(ctx context.Context, mod api.Module, stack []uint64) {
+	h, ptr, n := uint32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	inst := m.active(ctx, mod)
+	if inst == nil {
+		stack[0] = negStatus(abi.StatusUnavailable)
+		return
+	}
+	b, ok := inst.st.buf(h)
+	if !ok {
+		stack[0] = negStatus(abi.StatusInvalid)
+		return
+	}
+	if uint64(n) < uint64(len(b)) {
+		stack[0] = negStatus(abi.StatusTooLarge)
+		return
+	}
+	if !inst.mem.Write(ptr, b) {
+		m.fault(inst, abi.ImportBufRead, ptr, uint32(len(b)))
+		stack[0] = negStatus(abi.StatusFault)
+		return
+	}
+	inst.st.free(h)
+	stack[0] = uint64(uint32(len(b)))
+}
+
+// buf_free(h i32)
+func (m *Module) bufFree(ctx context.Context, mod api.Module, stack []uint64) {
+	if inst := m.active(ctx, mod); inst != nil {
+		inst.st.free(uint32(stack[0]))
+	}
+}
+
+// output_set(ptr i32, len i32) -> i32
+func (m *Module) outputSet(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	inst := m.active(ctx, mod)
+	if inst == nil {
+		stack[0] = negStatus(abi.StatusUnavailable)
+		return
+	}
+	if int64(n) > int64(m.limits.MaxOutput) {
+		stack[0] = negStatus(abi.StatusTooLarge)
+		inst.st.output = append(inst.st.output[:0], fmt.Sprintf("output of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput)...)
+		return
+	}
+	b, ok := inst.mem.Read(ptr, n)
+	if !ok {
+		m.fault(inst, abi.ImportOutputSet, ptr, n)
+		stack[0] = negStatus(abi.StatusFault)
+		return
+	}
+	inst.st.output = append(inst.st.output[:0], b...)
+	stack[0] = 0
+}
+
+// log(level i32, ptr i32, len i32) -> i32
+func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
+	level, ptr, n := int32(stack[0]), uint32(stack[1]), uint32(stack[2])
+	inst := m.active(ctx, mod)
+	if inst == nil {
+		stack[0] = negStatus(abi.StatusUnavailable)
+		return
+	}
+	if n > MaxLogLine {
+		stack[0] = negStatus(abi.StatusTooLarge)
+		return
+	}
+	b, ok := inst.mem.Read(ptr, n)
+	if !ok {
+		m.fault(inst, abi.ImportLog, ptr, n)
+		stack[0] = negStatus(abi.StatusFault)
+		return
+	}
+	lvl := slog.LevelInfo
+	switch level {
+	case abi.LogDebug:
+		lvl = slog.LevelDebug
+	case abi.LogWarn:
+		lvl = slog.LevelWarn
+	case abi.LogError:
+		lvl = slog.LevelError
+	}
+	m.log.Log(ctx, lvl, sandbox.Sanitize(string(b)), "command", inst.st.command)
+	stack[0] = 0
+}
+
+// http_request(ptr i32, len i32) -> i64
+func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	inst := m.active(ctx, mod)
+	if inst == nil {
+		// No call is active (the guest's start function): there is no
+		// buffer table to put an error in.
+		stack[0] = abi.Pack(abi.StatusUnavailable, 0)
+		return
+	}
+	st := &inst.st
+	if int64(n) > int64(m.limits.MaxArg) {
+		stack[0] = m.errResult(st, abi.StatusTooLarge, &abi.Error{Message: fmt.Sprintf("request document is %d bytes; the limit is %d", n, m.limits.MaxArg)})
+		return
+	}
+	raw, ok := inst.mem.Read(ptr, n)
+	if !ok {
+		m.fault(inst, abi.ImportHTTPRequest, ptr, n)
+		stack[0] = m.errResult(st, abi.StatusFault, &abi.Error{Message: "request pointer and length are outside guest memory"})
+		return
+	}
+	var req abi.HTTPRequest
+	// Unmarshal copies out of guest memory; the guest cannot change the
+	// request after this point.
+	if err := json.Unmarshal(raw, &req); err != nil {
+		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
+		return
+	}
+	resp, err := m.net.Do(st.ctx, &req)
+	if err != nil {
+		stack[0] = m.errResult(st, statusOf(err), errorDoc(err))
+		var v *sandbox.Violation
+		if errors.As(err, &v) && st.violation == nil {
+			st.violation = v
+		}
+		return
+	}
+	doc, err := json.Marshal(resp)
+	if err != nil {
+		stack[0] = m.errResult(st, abi.StatusFailed, &abi.Error{Message: "encode response: " + err.Error()})
+		return
+	}
+	h := st.newBuf(doc)
+	if h == 0 {
+		stack[0] = abi.Pack(abi.StatusUnavailable, 0)
+		return
+	}
+	stack[0] = abi.Pack(abi.StatusOK, h)
+}
+
+// errResult stores an Error document and packs the result. If the buffer
+// table is full the guest still learns the status.
+func (m *Module) errResult(st *callState, s abi.Status, e *abi.Error) uint64 {
+	e.Code = s.String()
+	doc, _ := json.Marshal(e)
+	return abi.Pack(s, st.newBuf(doc))
+}
+
+func statusOf(err error) abi.Status {
+	var v *sandbox.Violation
+	switch {
+	case errors.As(err, &v):
+		return abi.StatusDenied
+	case errors.Is(err, netgate.ErrInvalid):
+		return abi.StatusInvalid
+	case errors.Is(err, netgate.ErrTooLarge):
+		return abi.StatusTooLarge
+	case errors.Is(err, context.DeadlineExceeded):
+		return abi.StatusTimeout
+	}
+	return abi.StatusFailed
+}
+
+func errorDoc(err error) *abi.Error {
+	var v *sandbox.Violation
+	if errors.As(err, &v) {
+		return &abi.Error{Capability: string(v.Capability), Target: v.Target, Reason: v.Reason, Message: v.Error()}
+	}
+	return &abi.Error{Message: err.Error()}
+}

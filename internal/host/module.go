@@ -1,0 +1,387 @@
+package host
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/manifest"
+)
+
+// Module is one loaded module: its own runtime, its compiled code, its gates
+// and its pool of warm instances.
+type Module struct {
+	h        *Host
+	id       string
+	version  string
+	digest   string
+	commands []string
+	limits   Limits
+	log      *slog.Logger
+	rec      sandbox.Recorder
+
+	// Gates, bound here and nowhere else. A capability with no gate (subprocess,
+	// in this release) has no imports linked at all.
+	net   *netgate.Gate
+	allow *netgate.Allowlist
+
+	rt       wazero.Runtime
+	compiled wazero.CompiledModule
+	pool     *pool
+	lim      *limiter
+
+	inflight sync.WaitGroup
+	retired  sync.Once
+	done     chan struct{}
+}
+
+// ID returns the module id.
+func (m *Module) ID() string { return m.id }
+
+// Digest returns the sha256 digest of the module's wasm.
+func (m *Module) Digest() string { return m.digest }
+
+// Limits returns the module's resolved limits.
+func (m *Module) Limits() Limits { return m.limits }
+
+func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byte) (*Module, error) {
+	if len(man.Requires.Subprocess.Allow) > 0 || man.Requires.Subprocess.Any {
+		return nil, errors.New("requires.subprocess: this station cannot grant subprocess yet; remove it from the manifest")
+	}
+	if len(man.Requires.FilesystemWrites) > 0 {
+		return nil, errors.New("requires.filesystem_writes: this station cannot grant filesystem writes yet; use []")
+	}
+	limits, err := h.resolveLimits(man.Limits)
+	if err != nil {
+		return nil, err
+	}
+	m := &Module{
+		h:       h,
+		id:      man.ID,
+		version: man.Version,
+		digest:  Digest(wasm),
+		limits:  limits,
+		log:     h.log.With("module", man.ID),
+		rec:     h.rec,
+		pool:    newPool(),
+		lim:     newLimiter(limits.Concurrency),
+		done:    make(chan struct{}),
+	}
+	for _, c := range man.Commands {
+		m.commands = append(m.commands, c.Name)
+	}
+	// The network gate always exists: with an empty allowlist it denies every
+	// request (and each denial is audited), so a module that links an HTTP
+	// client but declares no hosts installs and is refused at run time.
+	allow, err := netgate.Compile(man.Requires.Network.Allow)
+	if err != nil {
+		return nil, fmt.Errorf("requires.network.allow: %w", err)
+	}
+	m.allow = allow
+	m.net, err = netgate.New(netgate.Options{
+		Module:   man.ID,
+		Allow:    allow,
+		Operator: h.opts.Operator,
+		Recorder: h.rec,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("network gate: %w", err)
+	}
+
+	pages := uint32((limits.MemoryBytes + 65535) / 65536)
+	m.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
+		WithCompilationCache(h.cache).
+		WithCloseOnContextDone(true). // runaway guests stop when the call's context ends
+		WithMemoryLimitPages(pages).
+		WithCoreFeatures(api.CoreFeaturesV2))
+	ok := false
+	defer func() {
+		if !ok {
+			m.rt.Close(ctx)
+			if m.net != nil {
+				m.net.Close()
+			}
+		}
+	}()
+
+	m.compiled, err = m.rt.CompileModule(ctx, wasm)
+	if err != nil {
+		return nil, fmt.Errorf("compile: %w", err)
+	}
+	if err := m.checkShape(); err != nil {
+		return nil, err
+	}
+	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
+		return nil, fmt.Errorf("link wasi: %w", err)
+	}
+	if err := m.link(ctx); err != nil {
+		return nil, fmt.Errorf("link station imports: %w", err)
+	}
+	// Warm one instance now, so a module that cannot start fails at load.
+	ictx, cancel := context.WithTimeout(ctx, limits.Timeout)
+	inst, err := m.instantiate(ictx)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	if limits.Fresh {
+		inst.close()
+	} else {
+		m.pool.put(inst)
+	}
+	ok = true
+	return m, nil
+}
+
+// checkShape verifies the module speaks our ABI and imports only what this
+// module is offered, so a mismatch is a clear load error rather than a link
+// failure deep inside wazero.
+func (m *Module) checkShape() error {
+	c := m.compiled
+	exports := c.ExportedFunctions()
+	if _, ok := exports[abi.ExportVersionPrefix+fmt.Sprint(abi.Version)]; !ok {
+		var found []string
+		for name := range exports {
+			if strings.HasPrefix(name, abi.ExportVersionPrefix) {
+				found = append(found, name)
+			}
+		}
+		if len(found) > 0 {
+			return fmt.Errorf("module speaks guest ABI %s; this station speaks %s%d", strings.Join(found, ", "), abi.ExportVersionPrefix, abi.Version)
+		}
+		return fmt.Errorf("module does not export %s%d: build it with the station SDK (station module build)", abi.ExportVersionPrefix, abi.Version)
+	}
+	call, ok := exports[abi.ExportCall]
+	if !ok {
+		return fmt.Errorf("module does not export %s", abi.ExportCall)
+	}
+	if !slices.Equal(call.ParamTypes(), []api.ValueType{api.ValueTypeI32, api.ValueTypeI32}) ||
+		!slices.Equal(call.ResultTypes(), []api.ValueType{api.ValueTypeI32}) {
+		return fmt.Errorf("%s must have the signature (i32, i32) -> i32", abi.ExportCall)
+	}
+	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
+		return fmt.Errorf("module does not export its memory as %q", abi.ExportMemory)
+	}
+	offered := m.offered()
+	for _, f := range c.ImportedFunctions() {
+		mod, name, _ := f.Import()
+		switch mod {
+		case wasi_snapshot_preview1.ModuleName:
+		case abi.ImportModule:
+			if !offered[name] {
+				return fmt.Errorf("module imports %s.%s, which this station does not offer to it%s", mod, name, grantHint(name))
+			}
+		default:
+			return fmt.Errorf("module imports %s.%s; only %s and %s imports exist", mod, name, abi.ImportModule, wasi_snapshot_preview1.ModuleName)
+		}
+	}
+	for _, mem := range c.ImportedMemories() {
+		mod, name, _ := mem.Import()
+		return fmt.Errorf("module imports memory %s.%s; a module must define its own memory", mod, name)
+	}
+	return nil
+}
+
+func grantHint(name string) string {
+	switch name {
+	case "exec", "process_spawn", "spawn":
+		return " (subprocess is not granted)"
+	}
+	return ""
+}
+
+// instance is one instantiated guest. It serves one call at a time.
+type instance struct {
+	m    *Module
+	mod  api.Module
+	fn   api.Function
+	mem  api.Memory
+	st   callState
+	err  tailWriter // last bytes of stderr, for crash messages
+	dead bool
+}
+
+func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+	inst := &instance{m: m}
+	inst.err.module = m.id
+	inst.err.log = m.log
+	out := &inst.err // stdout and stderr both go to the module log
+	cfg := wazero.NewModuleConfig().
+		WithName("").
+		WithStartFunctions(abi.ExportInitialize).
+		WithSysWalltime().
+		WithSysNanotime().
+		WithRandSource(rand.Reader).
+		WithNanosleep(inst.sleep).
+		WithStdout(out).
+		WithStderr(out)
+	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("module %s: start: did not finish within %s", m.id, m.limits.Timeout)
+		}
+		return nil, fmt.Errorf("module %s: start: %s", m.id, describeTrap(err, inst.err.tail()))
+	}
+	inst.mod = mod
+	inst.fn = mod.ExportedFunction(abi.ExportCall)
+	inst.mem = mod.Memory()
+	return inst, nil
+}
+
+// sleep implements WASI clock sleeps so that they end with the call's
+// deadline instead of outliving it.
+func (inst *instance) sleep(ns int64) {
+	ctx := inst.st.ctx
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	t := time.NewTimer(time.Duration(ns))
+	defer t.Stop()
+	select {
+	case <-t.C:
+	case <-ctx.Done():
+	}
+}
+
+func (inst *instance) close() {
+	inst.dead = true
+	if inst.mod != nil {
+		inst.mod.Close(context.Background())
+	}
+}
+
+// logGates writes what the module may do, as enforced, to the station log.
+func (m *Module) logGates() {
+	m.log.Info(fmt.Sprintf("module %s: network gate active — allow: %s", m.id, m.allow))
+	m.log.Info(fmt.Sprintf("module %s: subprocess gate CLOSED", m.id))
+	m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — allow: (none)", m.id))
+}
+
+// retire stops new calls from reaching m (the caller already removed it from
+// the host's table), waits for calls in flight, and releases everything.
+func (m *Module) retire(ctx context.Context) {
+	m.retired.Do(func() {
+		go func() {
+			m.inflight.Wait()
+			m.close(ctx)
+		}()
+	})
+}
+
+func (m *Module) close(ctx context.Context) {
+	for _, inst := range m.pool.drain() {
+		inst.close()
+	}
+	if m.net != nil {
+		m.net.Close()
+	}
+	m.rt.Close(context.WithoutCancel(ctx))
+	select {
+	case <-m.done:
+	default:
+		close(m.done)
+	}
+}
+
+// tailWriter forwards guest stdout/stderr to the module log line by line
+// (bounded) and keeps the last bytes for crash messages.
+type tailWriter struct {
+	module string
+	log    *slog.Logger
+	mu     sync.Mutex
+	buf    []byte
+	last   []byte
+	lines  int
+}
+
+const (
+	maxTail         = 2048
+	maxLinesPerCall = 200
+)
+
+func (w *tailWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.last = append(w.last, p...)
+	if len(w.last) > maxTail {
+		w.last = append(w.last[:0], w.last[len(w.last)-maxTail:]...)
+	}
+	w.buf = append(w.buf, p...)
+	for {
+		i := strings.IndexByte(string(w.buf), '\n')
+		if i < 0 {
+			break
+		}
+		w.emit(string(w.buf[:i]))
+		w.buf = w.buf[i+1:]
+	}
+	if len(w.buf) > MaxLogLine {
+		w.emit(string(w.buf))
+		w.buf = w.buf[:0]
+	}
+	return len(p), nil
+}
+
+func (w *tailWriter) emit(line string) {
+	w.lines++
+	if w.lines <= maxLinesPerCall {
+		w.log.Debug("guest output", "line", sandbox.Sanitize(line))
+	}
+}
+
+func (w *tailWriter) tail() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return string(w.last)
+}
+
+func (w *tailWriter) resetCall() {
+	w.mu.Lock()
+	w.lines = 0
+	w.mu.Unlock()
+}
+
+// describeTrap turns a wazero error into one line a person can act on.
+func describeTrap(err error, stderr string) string {
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		msg := fmt.Sprintf("exited with code %d", exit.ExitCode())
+		if line := lastFatal(stderr); line != "" {
+			msg += ": " + line
+		}
+		return msg
+	}
+	msg := err.Error()
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if line := lastFatal(stderr); line != "" {
+		msg += " (" + line + ")"
+	}
+	return "trapped: " + msg
+}
+
+// lastFatal finds the most telling line of a Go guest's crash output.
+func lastFatal(stderr string) string {
+	lines := strings.Split(stderr, "\n")
+	for _, l := range lines {
+		if strings.HasPrefix(l, "fatal error:") || strings.HasPrefix(l, "panic:") || strings.HasPrefix(l, "runtime:") {
+			return sandbox.Sanitize(strings.TrimSpace(l))
+		}
+	}
+	return ""
+}

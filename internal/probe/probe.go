@@ -1,0 +1,298 @@
+// Package probe describes the probe: the general-purpose guest module the
+// sandbox tests run under any manifest (SECURITY.md, "The probe module").
+// The probe's one command, run, takes a list of actions and returns the
+// result of each, so an attack on the station is written as data:
+//
+//	in := probe.Run(
+//		probe.HTTP("GET", "https://evil.example/"),
+//		probe.Spawn(probe.HTTP("GET", "https://evil.example/"), false),
+//		probe.Raw("http_request", 0xffffffff, 10),
+//	)
+//	// call command probe.Command of the probe built from probe.GuestDir with in
+//	results, err := probe.Decode(out)
+//
+// The guest itself is the main package in GuestDir; it shares this
+// package's types. In native builds, Wasm builds it for a test.
+package probe
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+const (
+	// GuestDir is the probe's package directory, relative to the repository
+	// root (the argument of wasmbuild.ForTest).
+	GuestDir = "internal/probe/guest"
+	// Command is the probe's only command.
+	Command = "run"
+	// ExtraImportTag is the build tag of the probe variant that also imports
+	// station.exec, an import the station does not offer: instantiating it
+	// must fail cleanly.
+	ExtraImportTag = "probe_extra_import"
+	// NoNetworkTag is the build tag of the probe variant without
+	// station.http_request, which the station links only into modules whose
+	// manifest allows some network access: that variant loads under any
+	// manifest (its http actions fail without calling the station).
+	NoNetworkTag = "probe_no_network"
+)
+
+// Sentinel values for Action.Args of a raw action with Data: the probe
+// replaces them by the address and the length of its copy of Data. Real
+// arguments are truncated to 32 bits, so these values cannot collide.
+const (
+	DataPtr int64 = -(1 << 32)
+	DataLen int64 = -(1 << 32) - 1
+)
+
+// Ops, the values of Action.Op.
+const (
+	OpHTTP     = "http"     // Method, URL, Headers, Body
+	OpSpawn    = "spawn"    // Action, Wait
+	OpCollect  = "collect"  // WaitMS
+	OpSeq      = "seq"      // Actions, run in order
+	OpRaw      = "raw"      // Import, Args, Data, Read
+	OpAlloc    = "alloc"    // Bytes, Keep
+	OpLoop     = "loop"     // spins until the station stops the call
+	OpPanic    = "panic"    // Message
+	OpTrap     = "trap"     // an out-of-bounds memory access: a real wasm trap
+	OpExit     = "exit"     // Code: os.Exit, that is WASI proc_exit
+	OpOutput   = "output"   // Bytes
+	OpSleep    = "sleep"    // MS
+	OpLog      = "log"      // Message, Level
+	OpPrint    = "print"    // Stream ("stdout" or "stderr"), Message
+	OpEnv      = "env"      // returns os.Args and os.Environ
+	OpRead     = "read"     // Path
+	OpWrite    = "write"    // Path, Data (create or truncate)
+	OpAppend   = "append"   // Path, Data
+	OpTruncate = "truncate" // Path, Bytes (the new size)
+	OpRemove   = "remove"   // Path
+	OpRename   = "rename"   // Path, To
+	OpMkdir    = "mkdir"    // Path
+	OpRmdir    = "rmdir"    // Path
+	OpSymlink  = "symlink"  // To (the link's target), Path (the link)
+	OpLink     = "link"     // Path (existing), To (new name)
+	OpChtimes  = "chtimes"  // Path
+)
+
+// Action is one step of a probe run. Op selects it; the other fields are
+// its arguments (see the Op* constants).
+type Action struct {
+	Op      string              `json:"op"`
+	Method  string              `json:"method,omitempty"`
+	URL     string              `json:"url,omitempty"`
+	Headers map[string][]string `json:"headers,omitempty"`
+	Body    string              `json:"body,omitempty"`
+	Action  *Action             `json:"action,omitempty"`
+	Wait    bool                `json:"wait,omitempty"`
+	WaitMS  int                 `json:"wait_ms,omitempty"`
+	Actions []Action            `json:"actions,omitempty"`
+	Import  string              `json:"import,omitempty"`
+	Args    []int64             `json:"args,omitempty"`
+	Data    string              `json:"data,omitempty"`
+	Read    bool                `json:"read,omitempty"`
+	Bytes   int                 `json:"bytes,omitempty"`
+	Keep    bool                `json:"keep,omitempty"`
+	Message string              `json:"message,omitempty"`
+	Level   string              `json:"level,omitempty"`
+	Stream  string              `json:"stream,omitempty"`
+	MS      int                 `json:"ms,omitempty"`
+	Path    string              `json:"path,omitempty"`
+	To      string              `json:"to,omitempty"`
+	Code    int                 `json:"code,omitempty"`
+}
+
+// Result is the outcome of one action.
+type Result struct {
+	Op    string `json:"op"`
+	OK    bool   `json:"ok"`
+	Error *Error `json:"error,omitempty"`
+
+	// http
+	Status  int                 `json:"status,omitempty"`
+	Headers map[string][]string `json:"headers,omitempty"`
+	Body    string              `json:"body,omitempty"` // at most MaxBody bytes
+	BodyLen int                 `json:"body_len,omitempty"`
+	URL     string              `json:"url,omitempty"` // the final URL
+
+	// spawn, collect, seq
+	ID      int      `json:"id,omitempty"`      // of a spawned action
+	Result  *Result  `json:"result,omitempty"`  // spawn with Wait
+	Results []Result `json:"results,omitempty"` // collect, seq
+
+	// raw
+	Value     *int64  `json:"value,omitempty"`      // the import's raw return value
+	ABIStatus *int32  `json:"abi_status,omitempty"` // http_request: the status half
+	Handle    *uint32 `json:"handle,omitempty"`     // http_request: the handle half
+	Buffer    *string `json:"buffer,omitempty"`     // http_request with Read: the buffer
+
+	// output, read
+	Data string `json:"data,omitempty"`
+
+	// env
+	Args []string `json:"args,omitempty"`
+	Env  []string `json:"env,omitempty"`
+}
+
+// Error describes a failed action. For a station host call it carries the
+// fields of the abi.Error document and the call's status.
+type Error struct {
+	Status     int32  `json:"status,omitempty"` // abi.Status, 0 when not from the station
+	Code       string `json:"code,omitempty"`
+	Capability string `json:"capability,omitempty"`
+	Target     string `json:"target,omitempty"`
+	Reason     string `json:"reason,omitempty"`
+	Message    string `json:"message"`
+}
+
+// MaxBody is how much of an HTTP response body a result carries.
+const MaxBody = 4 << 10
+
+// Input is the input document of the run command.
+type Input struct {
+	Actions []Action `json:"actions"`
+}
+
+// Results is the result document of the run command.
+type Results struct {
+	Results []Result `json:"results"`
+}
+
+// Run returns the input document of the run command for actions.
+func Run(actions ...Action) []byte {
+	if actions == nil {
+		actions = []Action{}
+	}
+	b, err := json.Marshal(Input{Actions: actions})
+	if err != nil {
+		panic(fmt.Sprintf("probe: encode input: %v", err)) // cannot happen: plain data
+	}
+	return b
+}
+
+// Decode decodes the output of the run command, strictly.
+func Decode(out []byte) ([]Result, error) {
+	dec := json.NewDecoder(bytes.NewReader(out))
+	dec.DisallowUnknownFields()
+	var o Results
+	if err := dec.Decode(&o); err != nil {
+		return nil, fmt.Errorf("probe: decode output: %w", err)
+	}
+	return o.Results, nil
+}
+
+// HTTP is a request; WithHeader and WithBody add to it.
+func HTTP(method, url string) Action { return Action{Op: OpHTTP, Method: method, URL: url} }
+
+// WithHeader returns a with the header name: value added.
+func (a Action) WithHeader(name, value string) Action {
+	h := make(map[string][]string, len(a.Headers)+1)
+	for k, v := range a.Headers {
+		h[k] = v
+	}
+	h[name] = append(h[name][:len(h[name]):len(h[name])], value)
+	a.Headers = h
+	return a
+}
+
+// WithBody returns a with the request body body.
+func (a Action) WithBody(body string) Action { a.Body = body; return a }
+
+// Spawn runs a in a new goroutine. With wait it waits for a and returns its
+// result (in Result.Result); otherwise it returns at once, with the ID under
+// which a later Collect returns the result.
+func Spawn(a Action, wait bool) Action { return Action{Op: OpSpawn, Action: &a, Wait: wait} }
+
+// Collect returns (in Result.Results) and forgets the results of the
+// spawned actions that finished so far, waiting up to wait for at least one.
+func Collect(wait time.Duration) Action {
+	return Action{Op: OpCollect, WaitMS: int(wait / time.Millisecond)}
+}
+
+// Seq runs actions in order and returns their results in Result.Results; with
+// Spawn it makes a background sequence.
+func Seq(actions ...Action) Action { return Action{Op: OpSeq, Actions: actions} }
+
+// Raw calls the station import name directly with args, each truncated to 32
+// bits. name is one of the abi.Import* names, or "exec" (exec(ptr, len i32)
+// -> i64, an import the station does not offer) in the ExtraImportTag build. Result.Value is the raw return value; for
+// http_request Result.ABIStatus and Result.Handle are its two halves.
+func Raw(name string, args ...int64) Action { return Action{Op: OpRaw, Import: name, Args: args} }
+
+// RawData is Raw with data copied into guest memory first; DataPtr and
+// DataLen in args stand for its address and length.
+func RawData(name, data string, args ...int64) Action {
+	return Action{Op: OpRaw, Import: name, Args: args, Data: data}
+}
+
+// ReadBuffer returns a with Read set: after a raw http_request, the probe
+// reads the returned buffer into Result.Buffer.
+func (a Action) ReadBuffer() Action { a.Read = true; return a }
+
+// Alloc allocates and touches n bytes; with keep they stay referenced for
+// the life of the instance.
+func Alloc(n int, keep bool) Action { return Action{Op: OpAlloc, Bytes: n, Keep: keep} }
+
+// Loop spins forever.
+func Loop() Action { return Action{Op: OpLoop} }
+
+// Panic panics with msg in the command's goroutine (or, under Spawn, in a
+// spawned one, which takes the whole instance down).
+func Panic(msg string) Action { return Action{Op: OpPanic, Message: msg} }
+
+// Trap executes an out-of-bounds memory access, a WebAssembly trap that no
+// Go code can recover from.
+func Trap() Action { return Action{Op: OpTrap} }
+
+// Exit calls os.Exit(code), that is WASI proc_exit.
+func Exit(code int) Action { return Action{Op: OpExit, Code: code} }
+
+// Output makes the command's output at least n bytes long (Result.Data).
+func Output(n int) Action { return Action{Op: OpOutput, Bytes: n} }
+
+// Sleep sleeps for d.
+func Sleep(d time.Duration) Action { return Action{Op: OpSleep, MS: int(d / time.Millisecond)} }
+
+// Log logs msg through the SDK at level info.
+func Log(msg string) Action { return Action{Op: OpLog, Message: msg} }
+
+// Print writes msg and a newline to stream, "stdout" or "stderr".
+func Print(stream, msg string) Action { return Action{Op: OpPrint, Stream: stream, Message: msg} }
+
+// Env returns the module's os.Args and os.Environ.
+func Env() Action { return Action{Op: OpEnv} }
+
+// Read reads the file at path (Result.Data, at most MaxBody bytes).
+func Read(path string) Action { return Action{Op: OpRead, Path: path} }
+
+// Write creates or truncates the file at path and writes data.
+func Write(path, data string) Action { return Action{Op: OpWrite, Path: path, Data: data} }
+
+// Append appends data to the file at path, creating it.
+func Append(path, data string) Action { return Action{Op: OpAppend, Path: path, Data: data} }
+
+// Truncate sets the size of the file at path.
+func Truncate(path string, size int) Action { return Action{Op: OpTruncate, Path: path, Bytes: size} }
+
+// Remove removes the file or empty directory at path.
+func Remove(path string) Action { return Action{Op: OpRemove, Path: path} }
+
+// Rename renames from to to.
+func Rename(from, to string) Action { return Action{Op: OpRename, Path: from, To: to} }
+
+// Mkdir creates the directory path.
+func Mkdir(path string) Action { return Action{Op: OpMkdir, Path: path} }
+
+// Rmdir removes the empty directory path.
+func Rmdir(path string) Action { return Action{Op: OpRmdir, Path: path} }
+
+// Symlink creates the symbolic link path pointing at target.
+func Symlink(target, path string) Action { return Action{Op: OpSymlink, Path: path, To: target} }
+
+// Link creates the hard link to for the existing file from.
+func Link(from, to string) Action { return Action{Op: OpLink, Path: from, To: to} }
+
+// Chtimes sets the access and modification times of path to the Unix epoch.
+func Chtimes(path string) Action { return Action{Op: OpChtimes, Path: path} }

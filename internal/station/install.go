@@ -1,0 +1,232 @@
+package station
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/manifest"
+)
+
+// MaxWasmSize bounds a module's wasm file.
+const MaxWasmSize = 256 << 20
+
+// Permissions is what an operator approves for a module. It is stored with
+// the module, and it is exactly what the module's gates enforce.
+type Permissions struct {
+	Network          []string `json:"network"`
+	Subprocess       any      `json:"subprocess"`
+	FilesystemWrites []string `json:"filesystem_writes"`
+}
+
+// PermissionsOf returns the permissions a manifest asks for.
+func PermissionsOf(m *manifest.Manifest) Permissions {
+	p := Permissions{Network: nonNil(m.Requires.Network.Allow), FilesystemWrites: nonNil(m.Requires.FilesystemWrites), Subprocess: false}
+	switch {
+	case m.Requires.Subprocess.Any:
+		p.Subprocess = true
+	case len(m.Requires.Subprocess.Allow) > 0:
+		p.Subprocess = map[string][]string{"allow": m.Requires.Subprocess.Allow}
+	}
+	return p
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Describe renders the permissions in plain words, one line each.
+func (p Permissions) Describe() []string {
+	var lines []string
+	if len(p.Network) == 0 {
+		lines = append(lines, "may not connect to the network")
+	}
+	for _, e := range p.Network {
+		r, err := netgate.ParseRule(e)
+		if err != nil {
+			lines = append(lines, fmt.Sprintf("may connect to %s", e))
+			continue
+		}
+		host := r.Host
+		if r.Wildcard {
+			host = "any subdomain of " + r.Host + " (not " + r.Host + " itself)"
+		}
+		lines = append(lines, fmt.Sprintf("may connect to %s (%s, port %d)", host, r.Scheme, r.Port))
+	}
+	switch s := p.Subprocess.(type) {
+	case bool:
+		if s {
+			lines = append(lines, "MAY START ANY PROGRAM, which runs outside the module's network and filesystem limits")
+		} else {
+			lines = append(lines, "may not start programs")
+		}
+	case map[string][]string:
+		lines = append(lines, "MAY START THESE PROGRAMS: "+strings.Join(s["allow"], ", "))
+	}
+	if len(p.FilesystemWrites) == 0 {
+		lines = append(lines, "may not write files")
+	}
+	for _, g := range p.FilesystemWrites {
+		lines = append(lines, "may write "+g)
+	}
+	return lines
+}
+
+// Plan is what an install will do, shown to the operator for approval.
+type Plan struct {
+	Manifest    *manifest.Manifest
+	Digest      string
+	Size        int
+	Permissions Permissions
+	Replaces    *store.Module // the installed version this replaces, if any
+}
+
+// Approver decides whether to go ahead with an install.
+type Approver func(Plan) (bool, error)
+
+// ErrNotApproved is returned when the operator declines an install.
+var ErrNotApproved = errors.New("not approved")
+
+// Install installs the module in dir: it reads and checks the manifest,
+// verifies the wasm against it (it must compile, speak the station's ABI and
+// import only what the manifest grants), asks approve, then copies the
+// module into the station home and records it with its digest and approved
+// permissions.
+func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*Plan, error) {
+	man, err := manifest.Load(dir)
+	if err != nil {
+		return nil, err
+	}
+	wasm, err := readWasm(dir, man.Wasm)
+	if err != nil {
+		return nil, fmt.Errorf("install %s@%s: %w", man.ID, man.Version, err)
+	}
+	plan := &Plan{Manifest: man, Digest: host.Digest(wasm), Size: len(wasm), Permissions: PermissionsOf(man)}
+	if prev, err := s.Store.Module(ctx, man.ID); err == nil {
+		plan.Replaces = &prev
+	}
+	if err := s.Host.Check(ctx, man, wasm); err != nil {
+		return plan, fmt.Errorf("install %s@%s: verify: %w", man.ID, man.Version, err)
+	}
+	ok, err := approve(*plan)
+	if err != nil {
+		return plan, err
+	}
+	if !ok {
+		return plan, fmt.Errorf("install %s@%s: %w", man.ID, man.Version, ErrNotApproved)
+	}
+
+	dst := filepath.Join(s.Home, "modules", man.ID)
+	if err := os.MkdirAll(dst, 0o700); err != nil {
+		return plan, err
+	}
+	wasmPath := filepath.Join(dst, strings.TrimPrefix(plan.Digest, "sha256:")+".wasm")
+	if err := writeAtomic(wasmPath, wasm, 0o400); err != nil {
+		return plan, fmt.Errorf("install %s: %w", man.ID, err)
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, "module.yaml"))
+	if err != nil {
+		return plan, err
+	}
+	if err := writeAtomic(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
+		return plan, err
+	}
+	approved, _ := json.Marshal(plan.Permissions)
+	rec := store.Module{ID: man.ID, Version: man.Version, Digest: plan.Digest, Manifest: raw, WasmPath: wasmPath, Approved: approved, InstalledAt: time.Now().UTC()}
+	if err := s.Store.PutModule(ctx, rec); err != nil {
+		return plan, fmt.Errorf("install %s: record: %w", man.ID, err)
+	}
+	if plan.Replaces != nil && plan.Replaces.WasmPath != wasmPath {
+		os.Remove(plan.Replaces.WasmPath)
+	}
+	// A running host picks up the new version (and its policy) on the next call.
+	if s.Host.Module(man.ID) != nil {
+		if _, err := s.Host.Load(ctx, man, wasm); err != nil {
+			return plan, err
+		}
+	}
+	return plan, nil
+}
+
+// Remove uninstalls a module.
+func (s *Station) Remove(ctx context.Context, id string) error {
+	rec, err := s.Store.Module(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("remove %s: module is not installed", id)
+		}
+		return err
+	}
+	if err := s.Store.DeleteModule(ctx, id); err != nil {
+		return fmt.Errorf("remove %s: %w", id, err)
+	}
+	if s.Host.Module(id) != nil {
+		_ = s.Host.Unload(ctx, id)
+	}
+	_ = os.Remove(rec.WasmPath)
+	_ = os.Remove(filepath.Join(s.Home, "modules", id, "module.yaml"))
+	_ = os.Remove(filepath.Join(s.Home, "modules", id))
+	_ = os.Remove(filepath.Dir(filepath.Join(s.Home, "modules", id)))
+	return nil
+}
+
+// readWasm reads the module's wasm, confined to dir: the manifest cannot
+// point outside the module directory, even through a symlink.
+func readWasm(dir, name string) ([]byte, error) {
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Close()
+	f, err := root.Open(name)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: no such file in %s (build it with: station module build %s)", name, dir, dir)
+		}
+		return nil, fmt.Errorf("open %s: %w", name, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, MaxWasmSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > MaxWasmSize {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, MaxWasmSize)
+	}
+	return b, nil
+}
+
+func writeAtomic(path string, data []byte, mode os.FileMode) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}

@@ -1,0 +1,145 @@
+// Package station ties the pieces of a station together: its home directory,
+// the operator's configuration, the SQLite store, the audit writer and the
+// module host. The CLI (and later the daemon) drive a *Station; module calls
+// still go through the host's one dispatch entry point.
+package station
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/station-dev/station/internal/audit"
+	"github.com/station-dev/station/internal/config"
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/manifest"
+)
+
+// Options configure Open.
+type Options struct {
+	// Logger receives the station log (module gates at load, guest logs).
+	Logger *slog.Logger
+	// Cache, if set, replaces the on-disk compilation cache (tests share one
+	// in-memory cache between stations).
+	Cache wazero.CompilationCache
+}
+
+// Station is an open station home.
+type Station struct {
+	Home   string
+	Config *config.Config
+	Store  *store.Store
+	Host   *host.Host
+	Audit  *audit.Writer
+	log    *slog.Logger
+
+	loadMu sync.Mutex // serializes lazy loads
+}
+
+// Open opens (creating if needed) the station in home.
+func Open(ctx context.Context, home string, opts Options) (*Station, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil, fmt.Errorf("open station %s: %w", home, err)
+	}
+	cfg, err := config.Load(home)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := cfg.RootCAs(home)
+	if err != nil {
+		return nil, fmt.Errorf("open station %s: %w", home, err)
+	}
+	st, err := store.Open(filepath.Join(home, "station.db"))
+	if err != nil {
+		return nil, fmt.Errorf("open station %s: %w", home, err)
+	}
+	aw := audit.NewWriter(st, opts.Logger)
+	hopts := host.Options{
+		Cache:    opts.Cache,
+		Recorder: aw,
+		Logger:   opts.Logger,
+		Operator: &netgate.Operator{
+			Resolve:      cfg.ResolveMap(),
+			RootCAs:      roots,
+			AllowPrivate: cfg.AllowPrivate(),
+		},
+		Limits: host.Limits{
+			MemoryBytes: cfg.Limits.DefaultMemory,
+			Timeout:     cfg.Limits.DefaultTimeout,
+			Concurrency: cfg.Limits.DefaultConcurrency,
+		},
+		MaxLimits: host.Limits{
+			MemoryBytes: cfg.Limits.MaxMemory,
+			Timeout:     cfg.Limits.MaxTimeout,
+		},
+	}
+	if hopts.Cache == nil {
+		hopts.CacheDir = filepath.Join(home, "cache", "wazero")
+	}
+	h, err := host.New(hopts)
+	if err != nil {
+		aw.Close(ctx)
+		st.Close()
+		return nil, fmt.Errorf("open station %s: %w", home, err)
+	}
+	return &Station{Home: home, Config: cfg, Store: st, Host: h, Audit: aw, log: opts.Logger}, nil
+}
+
+// Close unloads modules, flushes the audit log and closes the store.
+func (s *Station) Close(ctx context.Context) error {
+	err := s.Host.Close(ctx)
+	err = errors.Join(err, s.Audit.Close(ctx))
+	return errors.Join(err, s.Store.Close())
+}
+
+// Run runs a module command through the host's dispatch entry point, loading
+// the module from the store first if this process has not loaded it yet.
+func (s *Station) Run(ctx context.Context, id, command string, input []byte) ([]byte, error) {
+	if s.Host.Module(id) == nil {
+		if err := s.load(ctx, id); err != nil {
+			return nil, err
+		}
+	}
+	return s.Host.Call(ctx, id, command, input)
+}
+
+// load loads an installed module into the host, verifying that the files on
+// disk still have the digest the operator approved.
+func (s *Station) load(ctx context.Context, id string) error {
+	s.loadMu.Lock()
+	defer s.loadMu.Unlock()
+	if s.Host.Module(id) != nil {
+		return nil
+	}
+	rec, err := s.Store.Module(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("module %s is not installed (station module list shows what is)", id)
+		}
+		return err
+	}
+	man, err := manifest.Parse(filepath.Join(s.Home, "modules", id, "module.yaml"), rec.Manifest)
+	if err != nil {
+		return fmt.Errorf("load %s: stored manifest: %w", id, err)
+	}
+	wasm, err := os.ReadFile(rec.WasmPath)
+	if err != nil {
+		return fmt.Errorf("load %s: %w (reinstall the module)", id, err)
+	}
+	if got := host.Digest(wasm); got != rec.Digest {
+		return fmt.Errorf("load %s: %s has digest %s but %s was approved; refusing to run it (reinstall the module)", id, rec.WasmPath, got, rec.Digest)
+	}
+	_, err = s.Host.Load(ctx, man, wasm)
+	return err
+}

@@ -1,0 +1,122 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// AuditRecord is one stored sandbox decision. ID orders records by the time
+// they were stored.
+type AuditRecord struct {
+	ID int64 `json:"id"`
+	sandbox.Decision
+}
+
+// AuditFilter selects audit records. The zero value selects the newest 1000
+// records of every module.
+type AuditFilter struct {
+	// Module, if set, selects only this module's decisions.
+	Module string
+	// DeniedOnly selects only denials.
+	DeniedOnly bool
+	// Since, if set, selects only decisions made at or after it.
+	Since time.Time
+	// Limit is the most records returned (the newest ones); 0 means
+	// DefaultAuditLimit.
+	Limit int
+}
+
+// DefaultAuditLimit is the number of records Audit returns when
+// AuditFilter.Limit is 0.
+const DefaultAuditLimit = 1000
+
+// AppendAudit stores decisions, in order, in one transaction: either all of
+// them are stored or none is.
+func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) error {
+	if len(decisions) == 0 {
+		return nil
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, module, command, capability, target, allowed, reason)
+			VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		if err != nil {
+			return err
+		}
+		defer stmt.Close()
+		for _, d := range decisions {
+			at, err := toNanos(d.Time)
+			if err != nil {
+				return fmt.Errorf("decision of %s: %w", d.Module, err)
+			}
+			if _, err := stmt.ExecContext(ctx, at, d.Module, d.Command, string(d.Capability), d.Target, d.Allowed, d.Reason); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("append audit (%d decisions): %w", len(decisions), err)
+	}
+	return nil
+}
+
+// Audit returns the newest f.Limit records that match f, oldest first.
+func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultAuditLimit
+	}
+	var where []string
+	var args []any
+	if f.Module != "" {
+		where = append(where, "module = ?")
+		args = append(args, f.Module)
+	}
+	if f.DeniedOnly {
+		where = append(where, "allowed = 0")
+	}
+	if !f.Since.IsZero() {
+		since, err := toNanos(f.Since)
+		if err != nil {
+			return nil, fmt.Errorf("read audit: since: %w", err)
+		}
+		// The bound on id is exact (it is the smallest id in the window)
+		// and lets the newest-first scan stop at the window's start.
+		where = append(where, "time >= ?", "id >= (SELECT min(id) FROM audit WHERE time >= ?)")
+		args = append(args, since, since)
+	}
+	q := `SELECT id, time, module, command, capability, target, allowed, reason FROM audit`
+	if len(where) > 0 {
+		q += " WHERE " + strings.Join(where, " AND ")
+	}
+	q += " ORDER BY id DESC LIMIT ?"
+	args = append(args, limit)
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	defer rows.Close()
+	var out []AuditRecord
+	for rows.Next() {
+		var r AuditRecord
+		var at int64
+		var capability string
+		if err := rows.Scan(&r.ID, &at, &r.Module, &r.Command, &capability, &r.Target, &r.Allowed, &r.Reason); err != nil {
+			return nil, fmt.Errorf("read audit: %w", err)
+		}
+		r.Time = fromNanos(at)
+		r.Capability = sandbox.Capability(capability)
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read audit: %w", err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}

@@ -1,0 +1,78 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+)
+
+// migrations are the schema changes, in order: migrations[i] takes the
+// schema from version i to i+1. Append only; never edit one that has
+// shipped.
+//
+// History:
+//   - 1: modules, audit.
+var migrations = []string{
+	// 1
+	`CREATE TABLE modules (
+		id           TEXT PRIMARY KEY NOT NULL,
+		version      TEXT NOT NULL,
+		digest       TEXT NOT NULL,
+		manifest     BLOB NOT NULL,
+		wasm_path    TEXT NOT NULL,
+		approved     BLOB NOT NULL,
+		installed_at INTEGER NOT NULL -- Unix nanoseconds, UTC
+	) STRICT;
+	CREATE TABLE audit (
+		id         INTEGER PRIMARY KEY, -- insertion order
+		time       INTEGER NOT NULL,    -- Unix nanoseconds, UTC
+		module     TEXT NOT NULL,
+		command    TEXT NOT NULL,
+		capability TEXT NOT NULL,
+		target     TEXT NOT NULL,
+		allowed    INTEGER NOT NULL,    -- 0 or 1
+		reason     TEXT NOT NULL
+	) STRICT;
+	CREATE INDEX audit_module ON audit (module, id);
+	CREATE INDEX audit_time ON audit (time);
+	-- Denials are rare and what the operator looks for; a partial index
+	-- costs nothing on the allowed decisions that make up most writes.
+	CREATE INDEX audit_denied ON audit (id) WHERE allowed = 0;`,
+}
+
+// SchemaVersion is the schema version this package writes: the number of
+// migrations.
+const SchemaVersion = 1
+
+// migrate brings the database to SchemaVersion in one transaction.
+func (s *Store) migrate(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		var version int
+		err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version)
+		switch {
+		case err == sql.ErrNoRows:
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("migrate: read schema version: %w", err)
+		}
+		if version > SchemaVersion {
+			return fmt.Errorf("the database has schema version %d, newer than this station supports (%d): upgrade station, or use a different STATION_HOME", version, SchemaVersion)
+		}
+		for v := version; v < len(migrations); v++ {
+			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			}
+		}
+		if version < SchemaVersion {
+			if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, SchemaVersion); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		}
+		return nil
+	})
+}

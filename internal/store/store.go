@@ -1,0 +1,118 @@
+// Package store keeps the station's state in one SQLite database,
+// $STATION_HOME/station.db: the installed modules with their digests and
+// approved permissions, and the audit log of every sandbox decision.
+//
+// The database runs in WAL mode with synchronous=NORMAL (a crash may lose
+// the last transactions, never corrupt the file or tear one), foreign keys
+// on and a busy timeout, and every write is a transaction that takes the
+// write lock up front (BEGIN IMMEDIATE). The schema is versioned: Open applies
+// the migrations the file lacks, in one transaction, and refuses a file
+// written by a newer station.
+//
+// Times are stored as Unix nanoseconds (UTC) and read back in UTC, so they
+// round-trip exactly for every time between the years 1678 and 2262; a time
+// outside that range is an error.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/url"
+	"os"
+	"path/filepath"
+	"time"
+
+	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+)
+
+// ErrNotFound is wrapped by the errors of lookups that find nothing.
+var ErrNotFound = errors.New("not found")
+
+// busyTimeout is how long a statement waits for another connection's write
+// lock before failing with SQLITE_BUSY.
+const busyTimeout = 10 * time.Second
+
+// Store is an open station database. It is safe for concurrent use.
+type Store struct {
+	db   *sql.DB
+	path string
+}
+
+// Open opens the database at path, creating it (mode 0600, and its
+// directory, mode 0700) if needed, and migrates it to the current schema.
+func Open(path string) (*Store, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	// Create the file ourselves so that it is private to the user: the
+	// audit log names what modules did.
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	f.Close()
+
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_txlock", "immediate")
+	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
+	db, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	s := &Store{db: db, path: abs}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	return s.db.Close()
+}
+
+// Path returns the absolute path of the database file.
+func (s *Store) Path() string { return s.path }
+
+// tx runs fn in a write transaction, committing if fn returns nil.
+func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Times are stored as Unix nanoseconds; these bound the representable
+// range.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+func toNanos(t time.Time) (int64, error) {
+	if t.Before(minTime) || t.After(maxTime) {
+		return 0, fmt.Errorf("time %s cannot be stored (outside 1678-2262)", t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+func fromNanos(n int64) time.Time {
+	return time.Unix(0, n).UTC()
+}

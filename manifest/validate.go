@@ -1,0 +1,364 @@
+package manifest
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/station-dev/station/internal/netgate"
+)
+
+// Each check below returns "" for a valid value, or what is wrong with it
+// (lower case, no trailing period).
+
+// checkNetworkEntry validates one requires.network.allow entry. The network
+// gate owns the grammar (one parser for install and for linking); the
+// manifest only reports its verdict with the entry's position.
+func checkNetworkEntry(s string) string {
+	if _, err := netgate.ParseRule(s); err != nil {
+		// ParseRule names the entry itself; the *Error already does.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return err.Error()
+	}
+	return ""
+}
+
+// checkID validates "owner/slug".
+func checkID(s string) string {
+	owner, slug, ok := strings.Cut(s, "/")
+	if !ok {
+		return `must be "owner/slug", e.g. "dave/stripe-invoicing"`
+	}
+	if msg := checkIDPart(owner, 39); msg != "" {
+		return "owner " + msg
+	}
+	if msg := checkIDPart(slug, 64); msg != "" {
+		return "slug " + msg
+	}
+	return ""
+}
+
+func checkIDPart(s string, maxLen int) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > maxLen:
+		return fmt.Sprintf("is longer than %d characters", maxLen)
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
+			return "may contain only lower-case letters, digits and hyphens"
+		}
+	}
+	if s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
+		return "may not start or end with a hyphen or contain two in a row"
+	}
+	return ""
+}
+
+// semver is the regular expression of semver.org, 2.0.0.
+var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
+	`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
+	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+
+// checkVersion validates a semantic version.
+func checkVersion(s string) string {
+	if len(s) > 128 {
+		return "is longer than 128 characters"
+	}
+	if semver.MatchString(s) {
+		return ""
+	}
+	if strings.HasPrefix(s, "v") && semver.MatchString(s[1:]) {
+		return fmt.Sprintf("must not start with \"v\"; write %q", s[1:])
+	}
+	return `is not a semantic version (MAJOR.MINOR.PATCH, e.g. "1.4.0" or "2.0.0-rc.1")`
+}
+
+// checkWasmPath validates the path of the module's binary: relative,
+// slash-separated, clean and inside the module directory.
+func checkWasmPath(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case strings.HasPrefix(s, "/"):
+		return "must be relative to the module directory, not absolute"
+	case strings.ContainsRune(s, '\\'):
+		return `must use "/" as the separator`
+	case hasDotDot(s):
+		return `must stay inside the module directory (no ".." segments)`
+	case !fs.ValidPath(s) || s == ".":
+		return fmt.Sprintf("must be a clean relative path (%q)", path.Clean(s))
+	case hasControl(s):
+		return "contains a control character"
+	}
+	return ""
+}
+
+// maxText bounds a description.
+const maxText = 1024
+
+// checkText validates a description. Descriptions are shown to the operator
+// when they approve a module, so anything that could rewrite what a terminal
+// shows (escape sequences, bidirectional overrides) is refused.
+func checkText(s string) string {
+	if len(s) > maxText {
+		return fmt.Sprintf("is longer than %d bytes", maxText)
+	}
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if r == '\n' || r == '\t' {
+			continue
+		}
+		if unsafeRune(r) {
+			return fmt.Sprintf("contains the control character %U", r)
+		}
+	}
+	return ""
+}
+
+// unsafeRune reports control and formatting characters: C0, DEL, C1, line
+// separators and bidirectional controls.
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) ||
+		r == 0x2028 || r == 0x2029 || r == 0x200e || r == 0x200f ||
+		(r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069) ||
+		r == utf8.RuneError
+}
+
+func hasControl(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if unsafeRune(r) {
+			return true
+		}
+	}
+	return false
+}
+
+var commandName = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
+
+// checkCommandName validates a command name.
+func checkCommandName(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case len(s) > 64:
+		return "is longer than 64 characters"
+	case !commandName.MatchString(s):
+		return "must start with a lower-case letter and contain only lower-case letters, digits and hyphens"
+	}
+	return ""
+}
+
+// checkProgram validates a subprocess allow entry: a bare program name
+// (resolved at install from the station's fixed PATH) or a clean absolute
+// path.
+func checkProgram(s string) string {
+	switch {
+	case s == "":
+		return "is empty"
+	case hasControl(s) || strings.ContainsFunc(s, unicode.IsSpace):
+		return "contains a space or control character"
+	case len(s) > 1024:
+		return "is longer than 1024 bytes"
+	case strings.HasPrefix(s, "-"):
+		return `must not start with "-"`
+	case strings.HasPrefix(s, "/"):
+		if hasDotDot(s) || path.Clean(s) != s || s == "/" {
+			return fmt.Sprintf("must be a clean absolute path (%q)", path.Clean(s))
+		}
+		return ""
+	case strings.ContainsRune(s, '/'):
+		return `must be a program name such as "git" or an absolute path, not a relative path`
+	case s == "." || s == "..":
+		return "is not a program name"
+	}
+	return ""
+}
+
+// globMeta are the characters that make a glob segment match more than one
+// name.
+const globMeta = "*?[{"
+
+// systemRoots are trees a manifest may never request writes to: writes there
+// change the operating system, not the user's files. An operator grant for
+// them is out of scope for this release.
+var systemRoots = []string{
+	"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32", "/nix", "/opt",
+	"/proc", "/root", "/run", "/sbin", "/snap", "/sys", "/usr", "/var",
+	"/Applications", "/Library", "/System", "/Volumes", "/cores", "/private",
+}
+
+// homeRoots are where other users' home directories live; a grant there
+// must name a directory inside one (/home/dave/reports/**), not a whole home.
+var homeRoots = []string{"/home", "/Users"}
+
+// sensitiveHome are paths under the home directory whose modification lets
+// a module run code or act as the user outside the sandbox (shell start-up
+// files are refused separately: see checkWriteGlob).
+var sensitiveHome = []string{
+	".ssh", ".gnupg", ".station", ".local/bin", ".config/autostart", ".config/systemd",
+	"Library/LaunchAgents",
+}
+
+// checkWriteGlob validates a filesystem_writes glob.
+func checkWriteGlob(s string) string {
+	switch {
+	case len(s) > 4096:
+		return "is longer than 4096 bytes"
+	case hasControl(s):
+		return "contains a control character"
+	case strings.ContainsRune(s, '\\'):
+		return "must not contain a backslash (escapes are not supported)"
+	case !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/"):
+		return `must be an absolute path or start with "~/"`
+	case !doublestar.ValidatePattern(s):
+		return "is not a valid glob (check brackets and braces)"
+	case hasDotDot(s):
+		return `must not contain ".." segments`
+	}
+	rest, home := strings.CutPrefix(s, "~/")
+	if !home {
+		rest = s[1:]
+	}
+	if rest == "" {
+		if home {
+			return `covers the whole home directory; name a directory, e.g. "~/reports/**"`
+		}
+		return "covers the whole filesystem"
+	}
+	if path.Clean(rest) != rest || strings.HasPrefix(rest, "/") {
+		return fmt.Sprintf("must be a clean path (no \".\", \"//\" or trailing \"/\") such as %q", cleanGlob(s))
+	}
+	segs := strings.Split(rest, "/")
+	lit := 0 // the number of leading segments without glob characters
+	for lit < len(segs) && !strings.ContainsAny(segs[lit], globMeta) {
+		lit++
+	}
+	if lit == 0 {
+		where, example := "filesystem", "/srv/reports/**"
+		if home {
+			where, example = "home directory", "~/reports/**"
+		}
+		if segs[0] == "**" {
+			return fmt.Sprintf("covers the whole %s; name a directory, e.g. %q", where, example)
+		}
+		return fmt.Sprintf("must name a directory before the first wildcard, e.g. %q", example)
+	}
+	if home {
+		dir := strings.ToLower(strings.Join(segs[:lit], "/"))
+		for _, p := range sensitiveHome {
+			p = strings.ToLower(p)
+			if dir == p || strings.HasPrefix(dir, p+"/") {
+				return fmt.Sprintf("writes to ~/%s are refused: they would let the module act outside the sandbox", p)
+			}
+		}
+		if lit == 1 && len(segs) == 1 && strings.HasPrefix(segs[0], ".") {
+			return "writes to dotfiles in the home directory are refused: they would let the module act outside the sandbox"
+		}
+		return ""
+	}
+	top := "/" + segs[0]
+	for _, root := range systemRoots {
+		if strings.EqualFold(top, root) {
+			return fmt.Sprintf("is inside the system directory %s; writes there need an operator grant, which this release does not support", root)
+		}
+	}
+	for _, root := range homeRoots {
+		if strings.EqualFold(top, root) && lit < 3 {
+			return `covers a whole home directory; name a directory inside one, or write "~/..."`
+		}
+	}
+	if lit < 2 {
+		return fmt.Sprintf("covers the whole top-level directory %s; name a directory inside it, e.g. %q", top, top+"/reports/**")
+	}
+	return ""
+}
+
+// cleanGlob returns s with "." segments, doubled and trailing slashes
+// removed, for a suggestion.
+func cleanGlob(s string) string {
+	if rest, ok := strings.CutPrefix(s, "~/"); ok {
+		return "~/" + strings.TrimPrefix(path.Clean("/"+rest), "/")
+	}
+	return path.Clean(s)
+}
+
+// hasDotDot reports whether s has a ".." path segment, also inside a glob
+// alternation ("{..,x}").
+func hasDotDot(s string) bool {
+	for _, seg := range strings.FieldsFunc(s, func(r rune) bool {
+		return r == '/' || r == '{' || r == '}' || r == ','
+	}) {
+		if seg == ".." {
+			return true
+		}
+	}
+	return false
+}
+
+// ParseSize parses a byte size as written in manifests and the station
+// configuration: a non-negative integer number of bytes, optionally followed
+// by B, KiB, MiB or GiB ("64MiB", "1GiB", "65536"). Decimal units (KB, MB,
+// GB) are refused so that "64MB" cannot silently mean 64 MiB.
+func ParseSize(s string) (uint64, error) {
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, fmt.Errorf("%s is not a size (write it like 64MiB or 1GiB)", quote(s))
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s is too large", quote(s))
+	}
+	unit := strings.TrimPrefix(s[i:], " ")
+	var mult uint64
+	switch unit {
+	case "", "B":
+		mult = 1
+	case "KiB":
+		mult = 1 << 10
+	case "MiB":
+		mult = 1 << 20
+	case "GiB":
+		mult = 1 << 30
+	default:
+		return 0, fmt.Errorf("%s has an unknown unit %s (use B, KiB, MiB or GiB)", quote(s), quote(unit))
+	}
+	if n > (1<<64-1)/mult {
+		return 0, fmt.Errorf("%s is too large", quote(s))
+	}
+	return n * mult, nil
+}
+
+// FormatSize renders n as ParseSize reads it, in the largest unit that
+// divides it exactly ("64MiB", "1536KiB", "100B").
+func FormatSize(n uint64) string {
+	switch {
+	case n != 0 && n%(1<<30) == 0:
+		return strconv.FormatUint(n>>30, 10) + "GiB"
+	case n != 0 && n%(1<<20) == 0:
+		return strconv.FormatUint(n>>20, 10) + "MiB"
+	case n != 0 && n%(1<<10) == 0:
+		return strconv.FormatUint(n>>10, 10) + "KiB"
+	}
+	return strconv.FormatUint(n, 10) + "B"
+}

@@ -1,0 +1,201 @@
+// Package sdk is the Go SDK for Station modules: WebAssembly programs the
+// station runs confined by their manifests. A module registers its commands
+// in an init function and has an empty main:
+//
+//	package main
+//
+//	import (
+//		"context"
+//
+//		"github.com/station-dev/station/sdk"
+//	)
+//
+//	type greetIn struct{ Name string `json:"name"` }
+//	type greetOut struct{ Greeting string `json:"greeting"` }
+//
+//	func greet(ctx context.Context, in greetIn) (greetOut, error) {
+//		return greetOut{Greeting: "Hello, " + in.Name + "!"}, nil
+//	}
+//
+//	func init() { sdk.Handle("greet", greet) }
+//
+//	func main() {}
+//
+// and is built as a WASI reactor:
+//
+//	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o module.wasm .
+//
+// The package exports the functions the station calls (station_abi_1 and
+// station_call, see docs/abi.md): it reads the command name and input from
+// the station's buffers, runs the registered handler, and hands back its
+// JSON result or its error. A handler that panics fails its call with the
+// panic message; the instance stays usable.
+//
+// Network access goes through package shttp, whose *http.Client sends every
+// request through the station's network gate. A request the module's
+// manifest does not allow fails with a *HostError whose Denied method
+// reports true.
+//
+// Outside the station (any GOOS but wasip1) the package compiles too, so a
+// module's handlers can be unit-tested natively with Invoke.
+//
+// # Version history
+//
+//   - ABI 1 (abi.Version): Handle, HandleRaw, Invoke, Log, Logger, HostError;
+//     package shttp.
+package sdk
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// A handler runs one command on its raw input.
+type handler func(ctx context.Context, input []byte) ([]byte, error)
+
+var registry struct {
+	sync.RWMutex
+	handlers map[string]handler
+}
+
+// Handle registers the command name. Its input (a JSON document) is decoded
+// into an In strictly: an unknown field, a value of the wrong type or data
+// after the document fail the call before fn runs. An empty input leaves In
+// at its zero value. The Out that fn returns is encoded as the command's
+// JSON result; an error fails the call with the error's text.
+//
+// Handle is meant to be called from an init function. It panics if name is
+// empty or already registered.
+func Handle[In, Out any](name string, fn func(ctx context.Context, in In) (Out, error)) {
+	if fn == nil {
+		panic("sdk: Handle " + name + ": nil function")
+	}
+	register(name, func(ctx context.Context, input []byte) ([]byte, error) {
+		var in In
+		if err := decodeInput(input, &in); err != nil {
+			return nil, err
+		}
+		out, err := fn(ctx, in)
+		if err != nil {
+			return nil, err
+		}
+		return encodeOutput(out)
+	})
+}
+
+// HandleRaw registers the command name with a handler that receives the
+// input bytes as the station passed them and returns the result bytes
+// unchanged. The station expects a JSON document (or nothing) as a result.
+// The input slice belongs to fn.
+//
+// HandleRaw is meant to be called from an init function. It panics if name is
+// empty or already registered.
+func HandleRaw(name string, fn func(ctx context.Context, input []byte) ([]byte, error)) {
+	if fn == nil {
+		panic("sdk: HandleRaw " + name + ": nil function")
+	}
+	register(name, fn)
+}
+
+func register(name string, h handler) {
+	if name == "" {
+		panic("sdk: a command needs a name")
+	}
+	registry.Lock()
+	defer registry.Unlock()
+	if _, dup := registry.handlers[name]; dup {
+		panic("sdk: command " + name + " registered twice")
+	}
+	if registry.handlers == nil {
+		registry.handlers = make(map[string]handler)
+	}
+	registry.handlers[name] = h
+}
+
+// ErrUnknownCommand is returned (wrapped) by Invoke for a command no handler
+// is registered for.
+var ErrUnknownCommand = errors.New("unknown command")
+
+// Invoke runs the handler registered for command on input in-process, exactly
+// as a call from the station would (strict input decoding, JSON encoding of
+// the result, a panic turned into an error), and returns the result or the
+// handler's error unchanged. It is the entry point for testing a module's
+// commands with go test, natively:
+//
+//	out, err := sdk.Invoke(ctx, "greet", []byte(`{"name":"Ada"}`))
+func Invoke(ctx context.Context, command string, input []byte) ([]byte, error) {
+	return dispatch(ctx, command, input)
+}
+
+// dispatch is the one path from a command name to its handler, shared by
+// Invoke and station_call.
+func dispatch(ctx context.Context, command string, input []byte) (out []byte, err error) {
+	registry.RLock()
+	h, ok := registry.handlers[command]
+	registry.RUnlock()
+	if !ok {
+		return nil, unknownCommand(command)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			Log(slog.LevelError, "command panicked", "command", command, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			out, err = nil, &panicError{value: r}
+		}
+	}()
+	return h(ctx, input)
+}
+
+func unknownCommand(command string) error {
+	registry.RLock()
+	names := make([]string, 0, len(registry.handlers))
+	for n := range registry.handlers {
+		names = append(names, n)
+	}
+	registry.RUnlock()
+	sort.Strings(names)
+	if len(names) == 0 {
+		return fmt.Errorf("%w %q: this module registers no commands", ErrUnknownCommand, command)
+	}
+	return fmt.Errorf("%w %q (commands: %s)", ErrUnknownCommand, command, strings.Join(names, ", "))
+}
+
+// panicError is the error a handler's panic becomes.
+type panicError struct{ value any }
+
+func (e *panicError) Error() string { return fmt.Sprintf("panic: %v", e.value) }
+
+// decodeInput decodes a command's input into v strictly.
+func decodeInput(input []byte, v any) error {
+	if len(bytes.TrimSpace(input)) == 0 {
+		return nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return fmt.Errorf("invalid input: %w", err)
+	}
+	if len(bytes.TrimSpace(input[dec.InputOffset():])) != 0 {
+		return errors.New("invalid input: data after the JSON document")
+	}
+	return nil
+}
+
+// encodeOutput encodes a command's result as JSON, without escaping HTML
+// characters and without a trailing newline.
+func encodeOutput(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode result: %w", err)
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}
