@@ -543,14 +543,6 @@ func (d *decoder) limits(n *yaml.Node) Limits {
 	return l
 }
 
-// Bounds on the limits a manifest may request.
-const (
-	MinMemory      = 1 << 20 // 1 MiB
-	MaxMemory      = 4 << 30 // 4 GiB, all of a 32-bit linear memory
-	MaxTimeout     = time.Hour
-	MaxConcurrency = 1024
-)
-
 func (d *decoder) memory(n *yaml.Node) uint64 {
 	const path = "limits.memory"
 	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {

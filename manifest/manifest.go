@@ -45,6 +45,14 @@ const MaxFileSize = 1 << 20
 // always a multiple of it.
 const PageSize = 64 << 10
 
+// Bounds on the limits a manifest may request.
+const (
+	MinMemory      = 1 << 20 // 1 MiB
+	MaxMemory      = 4 << 30 // 4 GiB, all of a 32-bit linear memory
+	MaxTimeout     = time.Hour
+	MaxConcurrency = 1024
+)
+
 // Manifest is a decoded, validated module.yaml.
 type Manifest struct {
 	// ID is the module's marketplace identity, "owner/slug".

@@ -42,12 +42,12 @@ func testCache(t testing.TB) wazero.CompilationCache {
 // api.stripe.com, api.groq.com and evil.example, through the same operator
 // configuration a person would write.
 type env struct {
-	t                   *testing.T
-	home                string
-	st                  *station.Station
-	ca                  *fixture.CA
-	stripe, groq, evil  *fixture.Server
-	stripeMux, groqMux  *http.ServeMux
+	t                  *testing.T
+	home               string
+	st                 *station.Station
+	ca                 *fixture.CA
+	stripe, groq, evil *fixture.Server
+	stripeMux, groqMux *http.ServeMux
 }
 
 type envOpts struct {

@@ -108,7 +108,7 @@ func TestModuleRefusedOffListHosts(t *testing.T) {
 		probe.HTTP("GET", "https://api.stripe.com/v1/charges"),
 		probe.HTTP("GET", "https://evil.example/"),
 		probe.HTTP("GET", "https://api.groq.com/"),
-		probe.HTTP("GET", "http://api.stripe.com/"),     // plain http is not granted by a bare host
+		probe.HTTP("GET", "http://api.stripe.com/"),       // plain http is not granted by a bare host
 		probe.HTTP("GET", "https://api.stripe.com:8443/"), // neither is another port
 		probe.HTTP("GET", e.evil.URL+"/"),                 // nor an address literal
 	)
