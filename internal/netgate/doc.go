@@ -70,9 +70,11 @@
 // Up to MaxRedirects (10) redirects are followed, each hop going through the
 // same URL check and allowlist decision as the first request; a redirect from
 // https to http is always refused. When a hop changes the origin (scheme,
-// host or port), Authorization, Cookie, Cookie2, Proxy-Authorization and the
-// headers the guest listed in SensitiveHeader are dropped for the rest of the
-// request. The response carries the final URL.
+// host or port), every guest header except a short safelist (Accept,
+// Accept-Language, Content-Language, Content-Type, User-Agent, Cache-Control)
+// is dropped for the rest of the request — Authorization, Cookie and custom
+// credential headers such as X-Api-Key alike. The response carries the final
+// URL.
 //
 // # Decisions
 //

@@ -46,12 +46,6 @@ const (
 	handshakeTimeout = 10 * time.Second
 )
 
-// SensitiveHeader is a request header through which a guest marks other
-// headers as credentials: its value is a comma-separated list of header
-// names that, like Authorization and Cookie, are removed when a redirect
-// leaves the request's origin. The gate consumes it; it is never sent.
-const SensitiveHeader = "Station-Sensitive"
-
 // Operator holds the operator's network settings from the station config.
 // It governs module egress only; the station's own clients never see it.
 type Operator struct {
@@ -216,11 +210,10 @@ func (g *Gate) Close() { g.transport.CloseIdleConnections() }
 // outgoing is a request that passed the shape checks, as it goes out on the
 // current hop.
 type outgoing struct {
-	method    string
-	target    target
-	header    http.Header
-	body      []byte
-	sensitive []string // canonical names dropped when the origin changes
+	method string
+	target target
+	header http.Header
+	body   []byte
 }
 
 // callKey carries the call's context to the dialer, which the transport runs
@@ -359,7 +352,7 @@ func (g *Gate) prepare(req *abi.HTTPRequest) (*outgoing, error) {
 		return nil, err
 	}
 	out.target = t
-	out.header, out.sensitive, err = checkHeader(req.Headers)
+	out.header, err = checkHeader(req.Headers)
 	if err != nil {
 		return nil, err
 	}
@@ -367,46 +360,30 @@ func (g *Gate) prepare(req *abi.HTTPRequest) (*outgoing, error) {
 }
 
 // checkHeader validates the guest's headers and returns them in canonical
-// form, with the names the guest marked sensitive.
-func checkHeader(in map[string][]string) (http.Header, []string, error) {
+// form.
+func checkHeader(in map[string][]string) (http.Header, error) {
 	h := make(http.Header, len(in))
-	var sensitive []string
 	size := 0
 	for name, values := range in {
 		if !validToken(name) {
-			return nil, nil, fmt.Errorf("%w: header name %q is not a valid token", ErrInvalid, name)
+			return nil, fmt.Errorf("%w: header name %q is not a valid token", ErrInvalid, name)
 		}
 		key := textproto.CanonicalMIMEHeaderKey(name)
 		if reserved(key) {
-			return nil, nil, fmt.Errorf("%w: header %q is set by the station; a module cannot set it", ErrInvalid, key)
+			return nil, fmt.Errorf("%w: header %q is set by the station; a module cannot set it", ErrInvalid, key)
 		}
 		for _, v := range values {
 			if !validHeaderValue(v) {
-				return nil, nil, fmt.Errorf("%w: header %q has a value with CR, LF, NUL or another control character", ErrInvalid, key)
+				return nil, fmt.Errorf("%w: header %q has a value with CR, LF, NUL or another control character", ErrInvalid, key)
 			}
 			size += len(key) + len(v) + 4
 		}
 		if size > maxHeaderBytes {
-			return nil, nil, fmt.Errorf("%w: request headers exceed %d bytes", ErrTooLarge, maxHeaderBytes)
-		}
-		if key == SensitiveHeader {
-			for _, v := range values {
-				for n := range strings.SplitSeq(v, ",") {
-					n = strings.TrimSpace(n)
-					if n == "" {
-						continue
-					}
-					if !validToken(n) {
-						return nil, nil, fmt.Errorf("%w: %s names %q, which is not a valid header name", ErrInvalid, SensitiveHeader, n)
-					}
-					sensitive = append(sensitive, textproto.CanonicalMIMEHeaderKey(n))
-				}
-			}
-			continue
+			return nil, fmt.Errorf("%w: request headers exceed %d bytes", ErrTooLarge, maxHeaderBytes)
 		}
 		h[key] = append(h[key], values...)
 	}
-	return h, sensitive, nil
+	return h, nil
 }
 
 // reserved reports whether a request header (canonical name) is one the
@@ -458,19 +435,25 @@ func (o *outgoing) follow(next target, status int) {
 		header.Del("Content-Encoding")
 	}
 	if !o.target.sameOrigin(&next) {
-		for _, k := range credentialHeaders {
-			header.Del(k)
-		}
-		for _, k := range o.sensitive {
-			header.Del(k)
+		for k := range header {
+			if !crossOriginSafe[k] {
+				delete(header, k)
+			}
 		}
 	}
 	o.header = header
 	o.target = next
 }
 
-// credentialHeaders are dropped whenever a redirect changes the origin.
-var credentialHeaders = []string{"Authorization", "Cookie", "Cookie2", "Proxy-Authorization"}
+// crossOriginSafe are the only guest headers kept when a redirect changes the
+// origin. Everything else — Authorization, Cookie, and any custom header such
+// as X-Api-Key that may carry a credential — is dropped and stays dropped:
+// the gate cannot know which of a module's headers are secrets, so it keeps
+// only those that cannot be.
+var crossOriginSafe = map[string]bool{
+	"Accept": true, "Accept-Language": true, "Content-Language": true,
+	"Content-Type": true, "User-Agent": true, "Cache-Control": true,
+}
 
 // location returns the Location of a redirect the gate follows, or "".
 func location(resp *http.Response) string {

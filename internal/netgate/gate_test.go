@@ -330,7 +330,6 @@ func TestGateRefusals(t *testing.T) {
 		{url: "https://api.stripe.com/", headers: map[string][]string{"X-A": {"v\x00"}}, want: "invalid: CR, LF, NUL"},
 		{url: "https://api.stripe.com/", headers: map[string][]string{"X A": {"v"}}, want: "invalid: not a valid token"},
 		{url: "https://api.stripe.com/", headers: map[string][]string{"X-A:": {"v"}}, want: "invalid: not a valid token"},
-		{url: "https://api.stripe.com/", headers: map[string][]string{SensitiveHeader: {"X A"}}, want: "invalid: not a valid header name"},
 	}
 	for _, c := range cases {
 		before := len(w.rec.all())
@@ -525,7 +524,6 @@ func TestGateRedirects(t *testing.T) {
 		"Authorization": {"Bearer sk"},
 		"Cookie":        {"c=1"},
 		"X-Api-Key":     {"k"},
-		SensitiveHeader: {"X-Api-Key"},
 	}
 	cases := []struct {
 		method, path string
