@@ -42,6 +42,7 @@ type IO struct {
 }
 
 type app struct {
+	closers []io.Closer
 	io      IO
 	home    string
 	verbose bool
@@ -69,6 +70,9 @@ func Run(ctx context.Context, args []string, iostreams IO) int {
 	root.SetOut(iostreams.Out)
 	root.SetErr(iostreams.Err)
 	err := root.ExecuteContext(ctx)
+	for _, c := range a.closers {
+		c.Close()
+	}
 	if err == nil {
 		return ExitOK
 	}
@@ -143,12 +147,22 @@ func (a *app) homeDir() (string, error) {
 	return config.Home()
 }
 
-func (a *app) logger() *slog.Logger {
+// logger returns the station logger: warnings (everything with -v) to
+// stderr, and info and above to $STATION_HOME/station.log, so the gates each
+// module was loaded with are always on record.
+func (a *app) logger(home string) *slog.Logger {
 	level := slog.LevelWarn
 	if a.verbose {
 		level = slog.LevelDebug
 	}
-	return slog.New(newLineHandler(a.io.Err, level))
+	h := slog.Handler(newLineHandler(a.io.Err, level))
+	if home != "" {
+		if f := openLog(home); f != nil {
+			a.closers = append(a.closers, f)
+			h = teeHandler{h, slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelInfo})}
+		}
+	}
+	return slog.New(h)
 }
 
 // open opens the station for a command; the caller must Close it.
@@ -157,7 +171,7 @@ func (a *app) open(ctx context.Context) (*station.Station, error) {
 	if err != nil {
 		return nil, err
 	}
-	return a.opener(ctx, home, station.Options{Logger: a.logger()})
+	return a.opener(ctx, home, station.Options{Logger: a.logger(home)})
 }
 
 func exactArgs(n int, names ...string) cobra.PositionalArgs {

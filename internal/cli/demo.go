@@ -10,7 +10,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/json"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -114,7 +113,7 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		fmt.Fprintf(w, "      %s\n", l)
 	}
 
-	s, err := station.Open(ctx, home, station.Options{Logger: a.logger()})
+	s, err := station.Open(ctx, home, station.Options{Logger: a.logger(home)})
 	if err != nil {
 		return err
 	}
@@ -270,5 +269,3 @@ network:
 	}
 	return f, nil
 }
-
-var _ = errors.New

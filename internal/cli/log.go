@@ -2,9 +2,12 @@ package cli
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -56,3 +59,50 @@ func (h *lineHandler) WithAttrs(as []slog.Attr) slog.Handler {
 }
 
 func (h *lineHandler) WithGroup(string) slog.Handler { return h }
+
+// maxLogSize is the size at which station.log is rotated to station.log.1.
+const maxLogSize = 10 << 20
+
+// openLog opens $STATION_HOME/station.log for appending, rotating it first
+// when it is large. It returns nil when the log cannot be opened: logging to
+// the file is best effort and never stops a command.
+func openLog(home string) *os.File {
+	if err := os.MkdirAll(home, 0o700); err != nil {
+		return nil
+	}
+	path := filepath.Join(home, "station.log")
+	if fi, err := os.Stat(path); err == nil && fi.Size() > maxLogSize {
+		_ = os.Rename(path, path+".1")
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil
+	}
+	return f
+}
+
+// teeHandler sends each record to two handlers.
+type teeHandler struct{ a, b slog.Handler }
+
+func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
+}
+
+func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
+	var err error
+	if t.a.Enabled(ctx, r.Level) {
+		err = t.a.Handle(ctx, r.Clone())
+	}
+	if t.b.Enabled(ctx, r.Level) {
+		err = errors.Join(err, t.b.Handle(ctx, r))
+	}
+	return err
+}
+
+func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
+}
+
+func (t teeHandler) WithGroup(name string) slog.Handler {
+	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
+}
