@@ -75,6 +75,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"run", "station/missing", "greet"}, cli.ExitError, "module station/missing is not installed"},
 		{[]string{"module", "show", "station/missing"}, cli.ExitError, "not installed"},
 		{[]string{"version"}, 0, "guest ABI 1"},
+		{[]string{"module", "schema"}, 0, `"$schema"`},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

@@ -24,7 +24,7 @@ func (a *app) moduleCmd() *cobra.Command {
 		Use:   "module",
 		Short: "Build, install, inspect and remove modules",
 	}
-	c.AddCommand(a.moduleBuildCmd(), a.moduleInstallCmd(), a.moduleListCmd(), a.moduleShowCmd(), a.moduleRemoveCmd())
+	c.AddCommand(a.moduleBuildCmd(), a.moduleInstallCmd(), a.moduleListCmd(), a.moduleShowCmd(), a.moduleRemoveCmd(), a.moduleSchemaCmd())
 	return c
 }
 
@@ -282,4 +282,22 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d B", n)
+}
+
+func (a *app) moduleSchemaCmd() *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of module.yaml, for editors",
+		Long: `Schema prints the JSON Schema (draft 2020-12) of the module manifest. Point
+your editor's YAML language server at it, e.g. with a first line in
+module.yaml:
+
+  # yaml-language-server: $schema=./module.schema.json`,
+		Example: "  station module schema > module.schema.json",
+		Args:    exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			_, err := a.io.Out.Write(manifest.Schema())
+			return err
+		},
+	}
 }
