@@ -122,8 +122,6 @@ func instanceFrom(ctx context.Context) *instance {
 }
 
 func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte, error) {
-	m.inflight.Add(1)
-	defer m.inflight.Done()
 	fail := func(kind ErrorKind, format string, args ...any) error {
 		return &CallError{Module: m.id, Command: command, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 	}

@@ -205,11 +205,18 @@ func (h *Host) Modules() []string {
 // A failed call returns a *CallError. When a gate denied something during a
 // failed call, errors.As(err, **sandbox.Violation) finds the first denial.
 func (h *Host) Call(ctx context.Context, id, command string, input []byte) ([]byte, error) {
-	mod := (*h.modules.Load())[id]
-	if mod == nil {
-		return nil, fmt.Errorf("run %s %s: %w", id, command, ErrUnknownModule)
+	for {
+		mod := (*h.modules.Load())[id]
+		if mod == nil {
+			return nil, fmt.Errorf("run %s %s: %w", id, command, ErrUnknownModule)
+		}
+		if !mod.enter() {
+			continue // replaced or unloaded just now: look again
+		}
+		out, err := mod.call(ctx, command, input)
+		mod.exit()
+		return out, err
 	}
-	return mod.call(ctx, command, input)
 }
 
 // Close unloads every module and releases the runtimes.

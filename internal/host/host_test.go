@@ -147,3 +147,40 @@ func TestFaultIsRecorded(t *testing.T) {
 		t.Fatalf("decisions: %+v", got)
 	}
 }
+
+// Calls racing with reloads of the same module all succeed: a call either
+// runs on the old module (which stays open until it finishes) or on the new.
+func TestReloadWhileCalling(t *testing.T) {
+	h := newHost(t, host.Options{})
+	wasm := wasmbuild.ForTest(t, "examples/hello")
+	man := helloManifest(t)
+	if _, err := h.Load(context.Background(), man, wasm); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	errs := make(chan error, 64)
+	for g := 0; g < 4; g++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				if _, err := h.Call(context.Background(), "station/hello", "greet", []byte(`{"name":"x"}`)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	for i := 0; i < 3; i++ {
+		if _, err := h.Load(context.Background(), man, wasm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cancel()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tetratelabs/wazero"
@@ -44,7 +45,12 @@ type Module struct {
 	pool     *pool
 	lim      *limiter
 
-	inflight sync.WaitGroup
+	// refs counts calls in flight; once retiring is set no call enters, and
+	// the last one out closes idle. See enter and retire.
+	refs     atomic.Int64
+	retiring atomic.Bool
+	drained  sync.Once
+	idle     chan struct{}
 	retired  sync.Once
 	done     chan struct{}
 }
@@ -80,6 +86,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		pool:    newPool(),
 		lim:     newLimiter(limits.Concurrency),
 		done:    make(chan struct{}),
+		idle:    make(chan struct{}),
 	}
 	for _, c := range man.Commands {
 		m.commands = append(m.commands, c.Name)
@@ -271,12 +278,36 @@ func (m *Module) logGates() {
 	m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — allow: (none)", m.id))
 }
 
-// retire stops new calls from reaching m (the caller already removed it from
+// enter registers a call; it reports false once the module is retiring (the
+// caller then looks the module up again: it was replaced or unloaded).
+func (m *Module) enter() bool {
+	m.refs.Add(1)
+	if m.retiring.Load() {
+		m.exit()
+		return false
+	}
+	return true
+}
+
+// exit ends a call registered by enter.
+func (m *Module) exit() {
+	if m.refs.Add(-1) == 0 && m.retiring.Load() {
+		m.drained.Do(func() { close(m.idle) })
+	}
+}
+
+// retire stops new calls from entering m (the caller already removed it from
 // the host's table), waits for calls in flight, and releases everything.
+// retiring is set before refs is read and enter adds to refs before reading
+// retiring, so no call can enter after the module is found idle.
 func (m *Module) retire(ctx context.Context) {
 	m.retired.Do(func() {
+		m.retiring.Store(true)
+		if m.refs.Load() == 0 {
+			m.drained.Do(func() { close(m.idle) })
+		}
 		go func() {
-			m.inflight.Wait()
+			<-m.idle
 			m.close(ctx)
 		}()
 	})
