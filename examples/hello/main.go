@@ -25,7 +25,7 @@ type GreetOutput struct {
 func greet(ctx context.Context, in GreetInput) (GreetOutput, error) {
 	name := strings.TrimSpace(in.Name)
 	if name == "" {
-		return GreetOutput{}, errors.New("greet: name is required")
+		return GreetOutput{}, errors.New("name is required")
 	}
 	return GreetOutput{Greeting: "Hello, " + name + "!"}, nil
 }

@@ -51,7 +51,7 @@ type Invoice struct {
 
 func createInvoice(ctx context.Context, in InvoiceInput) (Invoice, error) {
 	if in.APIKey == "" || in.Customer == "" {
-		return Invoice{}, errors.New("create-invoice: api_key and customer are required")
+		return Invoice{}, errors.New("api_key and customer are required")
 	}
 	form := url.Values{"customer": {in.Customer}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.stripe.com/v1/invoices", strings.NewReader(form.Encode()))
@@ -62,7 +62,7 @@ func createInvoice(ctx context.Context, in InvoiceInput) (Invoice, error) {
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	var inv Invoice
 	if err := do(req, &inv); err != nil {
-		return Invoice{}, fmt.Errorf("create-invoice: %w", err)
+		return Invoice{}, err
 	}
 	sdk.Logger().Info("invoice created", "id", inv.ID, "status", inv.Status)
 	return inv, nil
@@ -87,7 +87,7 @@ type chatMessage struct {
 
 func summarize(ctx context.Context, in SummarizeInput) (Summary, error) {
 	if in.APIKey == "" || strings.TrimSpace(in.Text) == "" {
-		return Summary{}, errors.New("summarize: api_key and text are required")
+		return Summary{}, errors.New("api_key and text are required")
 	}
 	model := in.Model
 	if model == "" {
@@ -115,10 +115,10 @@ func summarize(ctx context.Context, in SummarizeInput) (Summary, error) {
 		} `json:"choices"`
 	}
 	if err := do(req, &reply); err != nil {
-		return Summary{}, fmt.Errorf("summarize: %w", err)
+		return Summary{}, err
 	}
 	if len(reply.Choices) == 0 {
-		return Summary{}, errors.New("summarize: the model returned no choices")
+		return Summary{}, errors.New("the model returned no choices")
 	}
 	return Summary{Summary: strings.TrimSpace(reply.Choices[0].Message.Content)}, nil
 }
@@ -138,16 +138,16 @@ type FetchResult struct {
 func fetch(ctx context.Context, in FetchInput) (FetchResult, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, in.URL, nil)
 	if err != nil {
-		return FetchResult{}, fmt.Errorf("fetch: %w", err)
+		return FetchResult{}, err
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return FetchResult{}, fmt.Errorf("fetch: %w", explain(err))
+		return FetchResult{}, explain(err)
 	}
 	defer resp.Body.Close()
 	n, err := io.Copy(io.Discard, io.LimitReader(resp.Body, maxReply))
 	if err != nil {
-		return FetchResult{}, fmt.Errorf("fetch: %w", err)
+		return FetchResult{}, err
 	}
 	return FetchResult{Status: resp.StatusCode, URL: resp.Request.URL.String(), Bytes: int(n)}, nil
 }

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+
+	"github.com/station-dev/station/internal/host"
 )
 
 // lineHandler writes log records as short lines a person reads:
@@ -29,14 +31,27 @@ func (h *lineHandler) Enabled(_ context.Context, l slog.Level) bool { return l >
 
 func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	var b strings.Builder
+	if r.Message == host.GuestLogMessage {
+		// A module's own words: never "station: ...", always its id first.
+		attrs := map[string]string{}
+		for _, a := range h.attrs {
+			attrs[a.Key] = a.Value.String()
+		}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		fmt.Fprintf(&b, "[%s %s] %s\n", attrs["module"], attrs["command"], attrs["text"])
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		_, err := io.WriteString(h.w, b.String())
+		return err
+	}
 	b.WriteString("station: ")
 	if r.Level >= slog.LevelWarn {
 		b.WriteString(strings.ToLower(r.Level.String()) + ": ")
 	}
 	b.WriteString(r.Message)
 	write := func(a slog.Attr) bool {
-		if a.Key == "module" && strings.Contains(r.Message, "module ") {
-			return true
+		if a.Key == "module" && strings.HasPrefix(r.Message, "module "+a.Value.String()+":") {
+			return true // the station's own line already names it
 		}
 		fmt.Fprintf(&b, " %s=%q", a.Key, a.Value.String())
 		return true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -66,6 +67,24 @@ func (m *Module) active(ctx context.Context, mod api.Module) *instance {
 		return nil
 	}
 	return inst
+}
+
+// GuestLogMessage is the message of every log record that carries a guest's
+// text (in the "text" attribute, with "module" and "command").
+const GuestLogMessage = "guest log"
+
+// sanitizeLog escapes control bytes in a guest log line, keeping its length
+// (up to MaxLogLine) rather than truncating it like an audit target.
+func sanitizeLog(b []byte) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c < 0x20 && c != '\t' || c == 0x7f {
+			out = append(out, fmt.Sprintf("\\x%02x", c)...)
+			continue
+		}
+		out = append(out, c)
+	}
+	return strings.ToValidUTF8(string(out), "\uFFFD")
 }
 
 func negStatus(s abi.Status) uint64 { return uint64(uint32(-int32(s))) }
@@ -179,7 +198,9 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 	case abi.LogError:
 		lvl = slog.LevelError
 	}
-	m.log.Log(ctx, lvl, sandbox.Sanitize(string(b)), "command", inst.st.command)
+	// The guest's text is never the message: a module must not be able to
+	// write a line that reads like the station's own.
+	m.log.Log(ctx, lvl, GuestLogMessage, "command", inst.st.command, "text", sanitizeLog(b))
 	stack[0] = 0
 }
 

@@ -370,7 +370,7 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 func (w *tailWriter) emit(line string) {
 	w.lines++
 	if w.lines <= maxLinesPerCall {
-		w.log.Debug("guest output", "line", sandbox.Sanitize(line))
+		w.log.Debug(GuestLogMessage, "stream", "stdout/stderr", "text", sanitizeLog([]byte(line)))
 	}
 }
 
