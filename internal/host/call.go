@@ -2,12 +2,11 @@ package host
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
 	"time"
-
-	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/sandbox"
@@ -65,8 +64,13 @@ type callState struct {
 	bufs      [MaxBuffers][]byte
 	live      [MaxBuffers]bool
 	output    []byte
+	outputErr string // output_set was refused: a CallOK becomes a failure
 	violation *sandbox.Violation
 	fault     string
+	logLines  int // log records this call; over MaxLogLinesPerCall they are dropped
+	logBytes  int
+	bufBytes  int // bytes held in live buffers, bounded by bufBudget
+	bufBudget int
 }
 
 func (st *callState) reset() {
@@ -80,17 +84,25 @@ func (st *callState) reset() {
 	if cap(st.output) > 64<<10 {
 		st.output = nil // do not pin a huge output buffer in a pooled instance
 	}
+	st.outputErr = ""
 	st.violation = nil
 	st.fault = ""
+	st.logLines = 0
+	st.logBytes = 0
+	st.bufBytes = 0
 }
 
 // newBuf stores b and returns its handle (1-based), or 0 when the call has
-// too many live buffers.
+// too many live buffers or they would hold more than the call's budget.
 func (st *callState) newBuf(b []byte) uint32 {
+	if st.bufBytes+len(b) > st.bufBudget {
+		return 0
+	}
 	for i := range st.live {
 		if !st.live[i] {
 			st.live[i] = true
 			st.bufs[i] = b
+			st.bufBytes += len(b)
 			return uint32(i + 1)
 		}
 	}
@@ -105,7 +117,8 @@ func (st *callState) buf(h uint32) ([]byte, bool) {
 }
 
 func (st *callState) free(h uint32) {
-	if h != 0 && h <= MaxBuffers {
+	if h != 0 && h <= MaxBuffers && st.live[h-1] {
+		st.bufBytes -= len(st.bufs[h-1])
 		st.live[h-1] = false
 		st.bufs[h-1] = nil
 	}
@@ -140,6 +153,9 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	defer cancel()
 
 	inst := m.pool.get()
+	for inst != nil && inst.mod.IsClosed() {
+		inst = m.pool.get() // closed behind our back (a deadline that fired as a call returned)
+	}
 	if inst == nil || m.limits.Fresh {
 		var err error
 		inst, err = m.instantiate(ctx)
@@ -151,6 +167,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	ctx = sandbox.WithCall(ctx, &sandbox.Call{Module: m.id, Command: command})
 	st := &inst.st
 	st.ctx = ctx
+	st.bufBudget = m.bufBudget()
+	inst.sleepCtx = ctx
 	st.command = command
 	cmdH := st.newBuf([]byte(command))
 	var inH uint32
@@ -174,9 +192,15 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	default:
 		switch uint32(stack[0]) {
 		case abi.CallOK:
-			out = append([]byte(nil), st.output...)
-			if len(out) == 0 {
+			switch {
+			case st.outputErr != "":
+				err = &CallError{Module: m.id, Command: command, Kind: KindCommand, Msg: st.outputErr}
+			case len(st.output) == 0:
 				out = []byte("null")
+			case !json.Valid(st.output):
+				err = &CallError{Module: m.id, Command: command, Kind: KindCommand, Msg: "the module returned a result that is not JSON"}
+			default:
+				out = append([]byte(nil), st.output...)
 			}
 		case abi.CallUnknownCommand:
 			err = &CallError{Module: m.id, Command: command, Kind: KindUnknown, Msg: guestText(st.output, "the module does not implement this command")}
@@ -190,7 +214,14 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if ce, ok := err.(*CallError); ok && st.violation != nil {
 		ce.Violation = st.violation
 	}
+	if st.logLines > MaxLogLinesPerCall {
+		m.log.Warn(fmt.Sprintf("module %s: %s: dropped %d log lines over the limit of %d per call", m.id, command, st.logLines-MaxLogLinesPerCall, MaxLogLinesPerCall))
+	}
+	if ctx.Err() != nil || inst.mod.IsClosed() {
+		inst.dead = true // the deadline may have closed it as it returned
+	}
 	st.reset()
+	inst.sleepCtx = nil
 	if inst.dead || m.limits.Fresh {
 		inst.close()
 	} else {
@@ -201,8 +232,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 
 func (m *Module) trapError(ctx context.Context, command string, callErr error, inst *instance) error {
 	e := &CallError{Module: m.id, Command: command, Kind: KindCrash}
-	var exit *sys.ExitError
-	if ctx.Err() != nil || (errors.As(callErr, &exit) && (exit.ExitCode() == sys.ExitCodeDeadlineExceeded || exit.ExitCode() == sys.ExitCodeContextCanceled)) {
+	if ctx.Err() != nil {
 		e.Kind = KindTimeout
 		if errors.Is(ctx.Err(), context.Canceled) {
 			e.Msg = "canceled"
@@ -232,6 +262,19 @@ func guestText(b []byte, def string) string {
 	}
 	return sandbox.Sanitize(string(b))
 }
+
+// bufBudget is how many bytes one call's live buffers may hold: the module's
+// memory limit (so host memory held for a guest scales with what the
+// operator granted it), at least enough for one full input or result
+// document, at most MaxBufferBytes.
+func (m *Module) bufBudget() int {
+	b := int(min(m.limits.MemoryBytes, MaxBufferBytes))
+	return max(b, m.limits.MaxInput+64<<10, minBufferBudget)
+}
+
+// minBufferBudget fits one maximal HTTP response document (16 MiB of body,
+// base64-encoded, plus headers).
+const minBufferBudget = 24 << 20
 
 func (m *Module) hasCommand(name string) bool {
 	for _, c := range m.commands {

@@ -46,6 +46,15 @@ const (
 	MaxLogLine = 64 << 10
 	// MaxBuffers bounds the live buffers of one call.
 	MaxBuffers = 64
+	// MaxBufferBytes bounds the bytes the host holds in one call's live
+	// buffers (input and host-call results together).
+	MaxBufferBytes = 64 << 20
+	// MaxLogLinesPerCall bounds the log records (log import and stdout/stderr
+	// lines together) one call may write; the rest are counted and dropped.
+	MaxLogLinesPerCall = 1000
+	// DefaultMaxConcurrency is the operator maximum for limits.concurrency
+	// when the configuration sets none.
+	DefaultMaxConcurrency = 64
 )
 
 // Options configure a Host. The zero value is usable: in-memory compilation
@@ -92,6 +101,7 @@ type Host struct {
 
 	mu      sync.Mutex                         // serializes Load/Unload/Close
 	modules atomic.Pointer[map[string]*Module] // copy-on-write: Call never locks
+	live    map[*Module]bool                   // every module not yet closed, retired ones included (h.mu)
 	closed  bool
 }
 
@@ -119,6 +129,7 @@ func New(opts Options) (*Host, error) {
 	}
 	empty := map[string]*Module{}
 	h.modules.Store(&empty)
+	h.live = map[*Module]bool{}
 	return h, nil
 }
 
@@ -147,6 +158,7 @@ func (h *Host) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*Mo
 		return nil, errors.New("host is closed")
 	}
 	old := h.swap(m.ID, mod)
+	h.live[mod] = true
 	h.mu.Unlock()
 	if old != nil {
 		old.retire(ctx)
@@ -223,14 +235,18 @@ func (h *Host) Call(ctx context.Context, id, command string, input []byte) ([]by
 func (h *Host) Close(ctx context.Context) error {
 	h.mu.Lock()
 	h.closed = true
-	cur := *h.modules.Load()
 	empty := map[string]*Module{}
 	h.modules.Store(&empty)
+	live := h.live
+	h.live = map[*Module]bool{}
 	h.mu.Unlock()
-	for _, m := range cur {
+	// Wait for every module, including ones replaced or unloaded earlier
+	// that still have calls in flight: their decisions must reach the audit
+	// log before the station closes it.
+	for m := range live {
 		m.retire(ctx)
 	}
-	for _, m := range cur {
+	for m := range live {
 		<-m.done
 	}
 	if h.ownsCache {
@@ -258,7 +274,10 @@ func (h *Host) resolveLimits(ml manifest.Limits) (Limits, error) {
 	if mx.Timeout > 0 && l.Timeout > mx.Timeout {
 		errs = append(errs, fmt.Sprintf("limits.timeout %s exceeds the operator maximum %s", l.Timeout, mx.Timeout))
 	}
-	if mx.Concurrency > 0 && l.Concurrency > mx.Concurrency {
+	if mx.Concurrency == 0 {
+		mx.Concurrency = DefaultMaxConcurrency
+	}
+	if l.Concurrency > mx.Concurrency {
 		errs = append(errs, fmt.Sprintf("limits.concurrency %d exceeds the operator maximum %d", l.Concurrency, mx.Concurrency))
 	}
 	if l.MemoryBytes > 4<<30 {

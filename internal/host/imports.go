@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -73,19 +72,9 @@ func (m *Module) active(ctx context.Context, mod api.Module) *instance {
 // text (in the "text" attribute, with "module" and "command").
 const GuestLogMessage = "guest log"
 
-// sanitizeLog escapes control bytes in a guest log line, keeping its length
-// (up to MaxLogLine) rather than truncating it like an audit target.
-func sanitizeLog(b []byte) string {
-	out := make([]byte, 0, len(b))
-	for _, c := range b {
-		if c < 0x20 && c != '\t' || c == 0x7f {
-			out = append(out, fmt.Sprintf("\\x%02x", c)...)
-			continue
-		}
-		out = append(out, c)
-	}
-	return strings.ToValidUTF8(string(out), "\uFFFD")
-}
+// sanitizeLog escapes control bytes, C1 controls, invalid UTF-8 and bidi
+// overrides in a guest log line, keeping up to MaxLogLine bytes of it.
+func sanitizeLog(b []byte) string { return sandbox.SanitizeLimit(string(b), MaxLogLine) }
 
 func negStatus(s abi.Status) uint64 { return uint64(uint32(-int32(s))) }
 
@@ -158,7 +147,7 @@ func (m *Module) outputSet(ctx context.Context, mod api.Module, stack []uint64) 
 	}
 	if int64(n) > int64(m.limits.MaxOutput) {
 		stack[0] = negStatus(abi.StatusTooLarge)
-		inst.st.output = append(inst.st.output[:0], fmt.Sprintf("output of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput)...)
+		inst.st.outputErr = fmt.Sprintf("the module's result of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput)
 		return
 	}
 	b, ok := inst.mem.Read(ptr, n)
@@ -168,6 +157,7 @@ func (m *Module) outputSet(ctx context.Context, mod api.Module, stack []uint64) 
 		return
 	}
 	inst.st.output = append(inst.st.output[:0], b...)
+	inst.st.outputErr = ""
 	stack[0] = 0
 }
 
@@ -187,6 +177,11 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 	if !ok {
 		m.fault(inst, abi.ImportLog, ptr, n)
 		stack[0] = negStatus(abi.StatusFault)
+		return
+	}
+	inst.st.logLines++
+	if inst.st.logLines > MaxLogLinesPerCall {
+		stack[0] = 0 // dropped, and counted in the warning at the end of the call
 		return
 	}
 	lvl := slog.LevelInfo
@@ -248,7 +243,9 @@ func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64
 	}
 	h := st.newBuf(doc)
 	if h == 0 {
-		stack[0] = abi.Pack(abi.StatusUnavailable, 0)
+		// Too many live buffers, or too many bytes held for this call:
+		// the guest must read or free its earlier results first.
+		stack[0] = abi.Pack(abi.StatusTooLarge, 0)
 		return
 	}
 	stack[0] = abi.Pack(abi.StatusOK, h)

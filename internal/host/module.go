@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -114,7 +115,9 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		WithCompilationCache(h.cache).
 		WithCloseOnContextDone(true). // runaway guests stop when the call's context ends
 		WithMemoryLimitPages(pages).
-		WithCoreFeatures(api.CoreFeaturesV2))
+		// No reference types: table.grow would let a guest take host memory
+		// outside its memory limit (RATIONALE.md).
+		WithCoreFeatures(api.CoreFeaturesV2&^api.CoreFeatureReferenceTypes))
 	ok := false
 	defer func() {
 		if !ok {
@@ -125,6 +128,9 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		}
 	}()
 
+	if err := checkTables(wasm); err != nil {
+		return nil, err
+	}
 	m.compiled, err = m.rt.CompileModule(ctx, wasm)
 	if err != nil {
 		return nil, fmt.Errorf("compile: %w", err)
@@ -220,12 +226,16 @@ type instance struct {
 	st   callState
 	err  tailWriter // last bytes of stderr, for crash messages
 	dead bool
+	// sleepCtx ends WASI sleeps: the instantiation's context while the
+	// start function runs, then each call's.
+	sleepCtx context.Context
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
-	inst := &instance{m: m}
+	inst := &instance{m: m, sleepCtx: ctx}
 	inst.err.module = m.id
 	inst.err.log = m.log
+	inst.err.st = &inst.st
 	out := &inst.err // stdout and stderr both go to the module log
 	cfg := wazero.NewModuleConfig().
 		WithName("").
@@ -243,6 +253,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		}
 		return nil, fmt.Errorf("module %s: start: %s", m.id, describeTrap(err, inst.err.tail()))
 	}
+	inst.sleepCtx = nil
 	inst.mod = mod
 	inst.fn = mod.ExportedFunction(abi.ExportCall)
 	inst.mem = mod.Memory()
@@ -252,9 +263,9 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 // sleep implements WASI clock sleeps so that they end with the call's
 // deadline instead of outliving it.
 func (inst *instance) sleep(ns int64) {
-	ctx := inst.st.ctx
+	ctx := inst.sleepCtx
 	if ctx == nil {
-		ctx = context.Background()
+		return // no call and no start function is running: nothing may wait
 	}
 	t := time.NewTimer(time.Duration(ns))
 	defer t.Stop()
@@ -314,6 +325,9 @@ func (m *Module) retire(ctx context.Context) {
 }
 
 func (m *Module) close(ctx context.Context) {
+	m.h.mu.Lock()
+	delete(m.h.live, m)
+	m.h.mu.Unlock()
 	for _, inst := range m.pool.drain() {
 		inst.close()
 	}
@@ -328,50 +342,69 @@ func (m *Module) close(ctx context.Context) {
 	}
 }
 
-// tailWriter forwards guest stdout/stderr to the module log line by line
-// (bounded) and keeps the last bytes for crash messages.
+// tailWriter forwards guest stdout/stderr to the module log line by line and
+// keeps the last bytes for crash messages. It runs inside a host call, where
+// the deadline cannot interrupt it, so its work is linear in the write and
+// bounded: lines share the call's log budget, a partial line is capped at
+// MaxLogLine, and only the last maxTail bytes are kept.
 type tailWriter struct {
 	module string
 	log    *slog.Logger
+	st     *callState // the owning instance's call state (for the log budget)
 	mu     sync.Mutex
-	buf    []byte
-	last   []byte
-	lines  int
+	buf    []byte // the current partial line, at most MaxLogLine
+	last   []byte // the last maxTail bytes written
 }
 
-const (
-	maxTail         = 2048
-	maxLinesPerCall = 200
-)
+const maxTail = 2048
 
 func (w *tailWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.last = append(w.last, p...)
-	if len(w.last) > maxTail {
-		w.last = append(w.last[:0], w.last[len(w.last)-maxTail:]...)
+	n := len(p)
+	if len(p) >= maxTail {
+		w.last = append(w.last[:0], p[len(p)-maxTail:]...)
+	} else {
+		w.last = append(w.last, p...)
+		if len(w.last) > maxTail {
+			w.last = append(w.last[:0], w.last[len(w.last)-maxTail:]...)
+		}
 	}
-	w.buf = append(w.buf, p...)
-	for {
-		i := strings.IndexByte(string(w.buf), '\n')
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
 		if i < 0 {
+			room := MaxLogLine - len(w.buf)
+			if len(p) > room {
+				w.buf = append(w.buf, p[:room]...)
+				w.flush()
+				p = p[room:]
+				continue
+			}
+			w.buf = append(w.buf, p...)
 			break
 		}
-		w.emit(string(w.buf[:i]))
-		w.buf = w.buf[i+1:]
+		if len(w.buf)+i > MaxLogLine {
+			w.buf = append(w.buf, p[:MaxLogLine-len(w.buf)]...)
+		} else {
+			w.buf = append(w.buf, p[:i]...)
+		}
+		w.flush()
+		p = p[i+1:]
 	}
-	if len(w.buf) > MaxLogLine {
-		w.emit(string(w.buf))
-		w.buf = w.buf[:0]
-	}
-	return len(p), nil
+	return n, nil
 }
 
-func (w *tailWriter) emit(line string) {
-	w.lines++
-	if w.lines <= maxLinesPerCall {
-		w.log.Debug(GuestLogMessage, "stream", "stdout/stderr", "text", sanitizeLog([]byte(line)))
+// flush emits the partial line as one log record, within the call's budget.
+func (w *tailWriter) flush() {
+	line := w.buf
+	w.buf = w.buf[:0]
+	if w.st != nil {
+		w.st.logLines++
+		if w.st.logLines > MaxLogLinesPerCall {
+			return
+		}
 	}
+	w.log.Debug(GuestLogMessage, "stream", "stdout/stderr", "text", sanitizeLog(line))
 }
 
 func (w *tailWriter) tail() string {
@@ -380,11 +413,7 @@ func (w *tailWriter) tail() string {
 	return string(w.last)
 }
 
-func (w *tailWriter) resetCall() {
-	w.mu.Lock()
-	w.lines = 0
-	w.mu.Unlock()
-}
+func (w *tailWriter) resetCall() {}
 
 // describeTrap turns a wazero error into one line a person can act on.
 func describeTrap(err error, stderr string) string {

@@ -88,7 +88,10 @@ const MaxTargetLen = 256
 // UTF-8 are escaped and the result is bounded to MaxTargetLen bytes. Callers
 // that hold a URL must redact userinfo and query before calling Sanitize (see
 // netgate.Redact).
-func Sanitize(s string) string {
+func Sanitize(s string) string { return SanitizeLimit(s, MaxTargetLen) }
+
+// SanitizeLimit is Sanitize with another bound (in bytes, at least 16).
+func SanitizeLimit(s string, limit int) string {
 	var b strings.Builder
 	for i := 0; i < len(s); {
 		r, size := utf8.DecodeRuneInString(s[i:])
@@ -103,9 +106,9 @@ func Sanitize(s string) string {
 			b.WriteString(s[i : i+size])
 		}
 		i += size
-		if b.Len() > MaxTargetLen {
+		if b.Len() > limit {
 			out := b.String()
-			for len(out) > MaxTargetLen-3 || !utf8.ValidString(out) {
+			for len(out) > limit-3 || !utf8.ValidString(out) {
 				out = out[:len(out)-1]
 			}
 			return out + "..."

@@ -105,11 +105,17 @@ var ErrNotApproved = errors.New("not approved")
 // module into the station home and records it with its digest and approved
 // permissions.
 func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*Plan, error) {
-	man, err := manifest.Load(dir)
+	// Read each file once, confined to dir; what is parsed, verified and
+	// approved is exactly what is stored (never a second read of dir).
+	raw, err := readModuleFile(dir, manifest.FileName, manifest.MaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("install %s: %w", dir, err)
+	}
+	man, err := manifest.Parse(filepath.Join(dir, manifest.FileName), raw)
 	if err != nil {
 		return nil, err
 	}
-	wasm, err := readWasm(dir, man.Wasm)
+	wasm, err := readModuleFile(dir, man.Wasm, MaxWasmSize)
 	if err != nil {
 		return nil, fmt.Errorf("install %s@%s: %w", man.ID, man.Version, err)
 	}
@@ -120,6 +126,8 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	if err := s.Host.Check(ctx, man, wasm); err != nil {
 		return plan, fmt.Errorf("install %s@%s: verify: %w", man.ID, man.Version, err)
 	}
+	unlock := s.lockModule(man.ID)
+	defer unlock()
 	ok, err := approve(*plan)
 	if err != nil {
 		return plan, err
@@ -136,11 +144,7 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	if err := writeAtomic(wasmPath, wasm, 0o400); err != nil {
 		return plan, fmt.Errorf("install %s: %w", man.ID, err)
 	}
-	raw, err := os.ReadFile(filepath.Join(dir, "module.yaml"))
-	if err != nil {
-		return plan, err
-	}
-	if err := writeAtomic(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
+	if err := writeAtomic(filepath.Join(dst, manifest.FileName), raw, 0o600); err != nil {
 		return plan, err
 	}
 	approved, _ := json.Marshal(plan.Permissions)
@@ -162,6 +166,8 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 
 // Remove uninstalls a module.
 func (s *Station) Remove(ctx context.Context, id string) error {
+	unlock := s.lockModule(id)
+	defer unlock()
 	rec, err := s.Store.Module(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
@@ -182,9 +188,10 @@ func (s *Station) Remove(ctx context.Context, id string) error {
 	return nil
 }
 
-// readWasm reads the module's wasm, confined to dir: the manifest cannot
-// point outside the module directory, even through a symlink.
-func readWasm(dir, name string) ([]byte, error) {
+// readModuleFile reads one file of a module directory, confined to dir: the
+// manifest cannot point outside it, even through a symlink; at most limit
+// bytes.
+func readModuleFile(dir, name string, limit int64) ([]byte, error) {
 	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
@@ -193,17 +200,20 @@ func readWasm(dir, name string) ([]byte, error) {
 	f, err := root.Open(name)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
+			if name == manifest.FileName {
+				return nil, fmt.Errorf("no %s in %s", name, dir)
+			}
 			return nil, fmt.Errorf("%s: no such file in %s (build it with: station module build %s)", name, dir, dir)
 		}
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxWasmSize+1))
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
-	if len(b) > MaxWasmSize {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, MaxWasmSize)
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
 	}
 	return b, nil
 }

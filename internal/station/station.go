@@ -5,7 +5,9 @@
 package station
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -41,7 +43,25 @@ type Station struct {
 	Audit  *audit.Writer
 	log    *slog.Logger
 
-	loadMu sync.Mutex // serializes lazy loads
+	locksMu sync.Mutex
+	locks   map[string]*sync.Mutex // per module id: serializes load, install and remove
+}
+
+// lockModule serializes load, install and remove of one module id, so a lazy
+// load cannot race an upgrade or a removal; other modules are not held up.
+func (s *Station) lockModule(id string) (unlock func()) {
+	s.locksMu.Lock()
+	if s.locks == nil {
+		s.locks = map[string]*sync.Mutex{}
+	}
+	mu := s.locks[id]
+	if mu == nil {
+		mu = &sync.Mutex{}
+		s.locks[id] = mu
+	}
+	s.locksMu.Unlock()
+	mu.Lock()
+	return mu.Unlock
 }
 
 // Open opens (creating if needed) the station in home.
@@ -117,8 +137,8 @@ func (s *Station) Run(ctx context.Context, id, command string, input []byte) ([]
 // load loads an installed module into the host, verifying that the files on
 // disk still have the digest the operator approved.
 func (s *Station) load(ctx context.Context, id string) error {
-	s.loadMu.Lock()
-	defer s.loadMu.Unlock()
+	unlock := s.lockModule(id)
+	defer unlock()
 	if s.Host.Module(id) != nil {
 		return nil
 	}
@@ -129,9 +149,14 @@ func (s *Station) load(ctx context.Context, id string) error {
 		}
 		return err
 	}
-	man, err := manifest.Parse(filepath.Join(s.Home, "modules", id, "module.yaml"), rec.Manifest)
+	man, err := manifest.Parse(filepath.Join(s.Home, "modules", id, manifest.FileName), rec.Manifest)
 	if err != nil {
 		return fmt.Errorf("load %s: stored manifest: %w", id, err)
+	}
+	// What runs is what was approved: the stored manifest must ask for
+	// exactly the stored approved permissions.
+	if got, _ := json.Marshal(PermissionsOf(man)); !bytes.Equal(got, rec.Approved) {
+		return fmt.Errorf("load %s: the stored manifest asks for %s but %s was approved; refusing to run it (reinstall the module)", id, got, rec.Approved)
 	}
 	wasm, err := os.ReadFile(rec.WasmPath)
 	if err != nil {

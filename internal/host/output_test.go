@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// REVIEW (fails): on CallOK the host returns whatever bytes the guest last
+// Regression test (found in review): on CallOK the host returns whatever bytes the guest last
 // passed to output_set, unchecked, although the ABI says it is a JSON
 // document. Worse, when output_set is refused as too large, outputSet
 // (imports.go) *stores its own error text as the call's output*; a guest
@@ -19,7 +19,7 @@ import (
 // naming the module, instance discarded); on -too_large leave st.output
 // alone and record st.outputErr so that a later CallOK is turned into a
 // failure.
-func TestReviewOutputIsNotValidated(t *testing.T) {
+func TestOutputMustBeJSONAndNotRefused(t *testing.T) {
 	wasm := buildReviewGuest(t, guestSource(nil, `
 var msg = []byte("\x1b]0;owned\x07\x1b[2J station: module verified by the hub\n")
 

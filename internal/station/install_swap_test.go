@@ -11,7 +11,7 @@ import (
 	"github.com/station-dev/station/internal/station"
 )
 
-// REVIEW (fails): Install parses and verifies module.yaml, shows the plan
+// Regression test (found in review): Install parses and verifies module.yaml, shows the plan
 // for approval, and then *reads module.yaml from the directory again*
 // (install.go, os.ReadFile after approve) and stores those bytes. What a later
 // load enforces is parsed from the stored bytes, and load never compares them
@@ -23,7 +23,7 @@ import (
 // Fix: store exactly the bytes that were parsed and approved (have
 // manifest.Load return them), and at load refuse a stored manifest whose
 // PermissionsOf differs from the stored Approved document.
-func TestReviewInstallStoresUnapprovedManifest(t *testing.T) {
+func TestInstallStoresWhatWasApproved(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	dir := t.TempDir()
 	const id = "test/swapped"

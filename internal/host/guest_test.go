@@ -62,7 +62,7 @@ func guestSource(imports []string, body string) string {
 	return b.String()
 }
 
-// REVIEW (fails): WASI sleeps are ended by the call's context through
+// Regression test (found in review): WASI sleeps are ended by the call's context through
 // instance.sleep, which reads inst.st.ctx — but while _initialize runs there
 // is no call state, so sleep falls back to context.Background(). A guest
 // whose start function sleeps (time.Sleep in a Go init) is not stopped by any
@@ -78,7 +78,7 @@ func guestSource(imports []string, body string) string {
 // Fix: give the instance the instantiation context before InstantiateModule
 // (e.g. inst.startCtx = ctx, used by sleep when st.ctx is nil), and do not
 // hold a station-wide mutex across Host.Load.
-func TestReviewInitSleepIgnoresDeadline(t *testing.T) {
+func TestStartFunctionSleepEndsWithDeadline(t *testing.T) {
 	// Half of the instances sleep 3s in init (the guest decides with its
 	// random source), so a load eventually succeeds and fresh calls then
 	// run into the sleeping ones.

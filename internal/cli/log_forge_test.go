@@ -12,7 +12,7 @@ import (
 	"github.com/station-dev/station/manifest"
 )
 
-// REVIEW (fails): the host logs a guest's log line with the guest's text as
+// Regression test (found in review): the host logs a guest's log line with the guest's text as
 // the slog *message* (host/imports.go, logLine), and the station's line
 // handler drops the "module" attribute whenever the message contains
 // "module " (it assumes the station wrote it). So a module can write
@@ -23,7 +23,7 @@ import (
 // Fix: never use guest text as the message — log a fixed message
 // ("module <id>: log") with the text as an attribute, or have the handler
 // always print the module attribute of guest lines.
-func TestReviewGuestLogForgesStationLine(t *testing.T) {
+func TestGuestLogCannotForgeStationLines(t *testing.T) {
 	var buf bytes.Buffer
 	h, err := host.New(host.Options{Logger: slog.New(newLineHandler(&buf, slog.LevelDebug))})
 	if err != nil {
