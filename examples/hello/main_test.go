@@ -14,7 +14,7 @@ func TestGreet(t *testing.T) {
 	}{
 		{name: "greets", input: `{"name":"Ada"}`, want: `{"greeting":"Hello, Ada!"}`},
 		{name: "keeps html", input: `{"name":"<Ada>"}`, want: `{"greeting":"Hello, <Ada>!"}`},
-		{name: "needs a name", input: `{}`, wantErr: "greet: name is required"},
+		{name: "needs a name", input: `{}`, wantErr: "name is required"},
 		{name: "unknown field", input: `{"nam":"Ada"}`, wantErr: `invalid input: json: unknown field "nam"`},
 	}
 	for _, tt := range tests {
