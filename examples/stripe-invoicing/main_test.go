@@ -74,7 +74,7 @@ func TestCommands(t *testing.T) {
 		{command: "fetch", input: `{"url":"https://api.stripe.com/v1/invoices/in_1"}`,
 			want: `{"status":401,"url":"https://api.stripe.com/v1/invoices/in_1","bytes":48}`},
 		{command: "fetch", input: `{"url":"https://evil.example/"}`, denied: true,
-			wantErr: `fetch: the station refused the request (this module may only reach api.stripe.com and api.groq.com): sandbox violation: module dave/stripe-invoicing: network: "evil.example:443" is not in its allowlist`},
+			wantErr: `the station refused the request (this module may only reach api.stripe.com and api.groq.com): sandbox violation: module dave/stripe-invoicing: network: "evil.example:443" is not in its allowlist`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.command, func(t *testing.T) {
