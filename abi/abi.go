@@ -70,6 +70,12 @@ const (
 	// i64): on StatusOK the handle holds an HTTPResponse document, otherwise
 	// an Error document.
 	ImportHTTPRequest = "http_request"
+	// ImportProcessRun is `process_run(ptr i32, len i32) -> i64`: runs the
+	// ProcessRequest document at [ptr, ptr+len) through the module's
+	// subprocess gate and waits for it. The result is packed like
+	// http_request's: on StatusOK the handle holds a ProcessResponse document.
+	// It is linked only into modules whose manifest grants subprocess.
+	ImportProcessRun = "process_run"
 )
 
 // Status is the outcome of a host call.
@@ -130,6 +136,25 @@ type HTTPResponse struct {
 	Headers map[string][]string `json:"headers,omitempty"`
 	Body    []byte              `json:"body,omitempty"`
 	URL     string              `json:"url"`
+}
+
+// ProcessRequest is the JSON document process_run takes. Argv[0] names a
+// program the manifest allows (by the name it was granted under); the station
+// runs the absolute path it resolved at install, without a shell.
+type ProcessRequest struct {
+	Argv  []string          `json:"argv"`
+	Env   map[string]string `json:"env,omitempty"`   // only variables the manifest declares
+	Stdin []byte            `json:"stdin,omitempty"` // base64 in JSON
+	Dir   string            `json:"dir,omitempty"`   // working directory; must be inside a writable mount
+}
+
+// ProcessResponse is the JSON document a successful process_run returns.
+// A program that ran and exited non-zero is a success of the host call.
+type ProcessResponse struct {
+	ExitCode  int    `json:"exit_code"` // -1 when killed by a signal or the deadline
+	Stdout    []byte `json:"stdout,omitempty"`
+	Stderr    []byte `json:"stderr,omitempty"`
+	Truncated bool   `json:"truncated,omitempty"` // output exceeded the cap
 }
 
 // Log levels for the log import.
