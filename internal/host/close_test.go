@@ -12,20 +12,17 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 )
 
-// Regression test (found in review): Host.Close waits only for the modules in the table. A
-// module that Load or Unload retired earlier and that still has a call in
-// flight is not waited for, so Close returns while that call still runs —
-// Station.Close then closes the audit writer and the store, and the
-// decisions the call makes afterwards are dropped ("recorded after the audit
-// writer was closed; not stored"); its runtime is closed after the host's
-// compilation cache.
-//
-// Fix: keep every not-yet-closed Module (including retiring ones) in a set
-// owned by the Host and wait for all their done channels in Close.
+// Regression test (found in review): Host.Close used to wait only for the
+// modules in its table, so a module retired by an upgrade that still had a
+// call in flight could make decisions after Close returned — after the
+// station had closed the audit log. Close now waits for every module.
 func TestCloseWaitsForRetiredModules(t *testing.T) {
 	var closed atomic.Bool
 	var late atomic.Int64
+	first := make(chan struct{})
+	var once sync.Once
 	h := newHost(t, host.Options{Recorder: sandbox.RecorderFunc(func(d sandbox.Decision) {
+		once.Do(func() { close(first) })
 		if closed.Load() {
 			late.Add(1)
 		}
@@ -39,10 +36,12 @@ func TestCloseWaitsForRetiredModules(t *testing.T) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		h.Call(context.Background(), "test/probe", probe.Command,
-			probe.Run(probe.Sleep(time.Second), probe.HTTP("GET", "https://evil.example/")))
+		h.Call(context.Background(), "test/probe", probe.Command, probe.Run(
+			probe.HTTP("GET", "https://evil.example/first"), // a decision: the call is running
+			probe.Sleep(500*time.Millisecond),
+			probe.HTTP("GET", "https://evil.example/second")))
 	}()
-	time.Sleep(300 * time.Millisecond)                                 // the call is sleeping in the old module
+	<-first
 	if _, err := h.Load(context.Background(), man, wasm); err != nil { // upgrade: the old module retires
 		t.Fatal(err)
 	}
