@@ -490,6 +490,9 @@ func (d *decoder) requires(n *yaml.Node) Requires {
 		{"filesystem_writes", func(v *yaml.Node) {
 			r.FilesystemWrites = d.list(v, "requires.filesystem_writes", checkWriteGlob)
 		}},
+		{"filesystem_reads", func(v *yaml.Node) {
+			r.FilesystemReads = d.list(v, "requires.filesystem_reads", checkWriteGlob)
+		}},
 	})
 	return r
 }
@@ -522,6 +525,7 @@ func (d *decoder) subprocess(n *yaml.Node) Subprocess {
 	case n.Kind == yaml.MappingNode:
 		d.mapping(n, path, []field{
 			{"allow", func(v *yaml.Node) { sp.Allow = d.list(v, path+".allow", checkProgram) }},
+			{"env", func(v *yaml.Node) { sp.Env = d.list(v, path+".env", checkEnvName) }},
 		})
 	default:
 		d.typeError(n, path, "true, false or a mapping with allow")

@@ -94,6 +94,9 @@ type Requires struct {
 	// FilesystemWrites are the host path globs the module may create,
 	// change or delete. Each is absolute or starts with "~/".
 	FilesystemWrites []string
+	// FilesystemReads are the host path globs the module may read, in
+	// addition to everything it may write. Same syntax as FilesystemWrites.
+	FilesystemReads []string
 }
 
 // Network is a module's network allowlist.
@@ -113,6 +116,10 @@ type Subprocess struct {
 	// ("subprocess: {allow: [git]}"): bare program names, resolved at
 	// install, or absolute paths.
 	Allow []string
+	// Env names the environment variables the module may pass to the
+	// programs it starts ("subprocess: {allow: [git], env: [GIT_AUTHOR_NAME]}");
+	// every other variable is scrubbed.
+	Env []string
 }
 
 // Limits are a module's requested resource limits. A zero field means the

@@ -34,6 +34,8 @@ var schemaKeys = map[string]string{
 	"Requires.Subprocess.Any":   "requires.subprocess", // subprocess: true
 	"Requires.Subprocess.Allow": "requires.subprocess.allow",
 	"Requires.FilesystemWrites": "requires.filesystem_writes",
+	"Requires.FilesystemReads":  "requires.filesystem_reads",
+	"Requires.Subprocess.Env":   "requires.subprocess.env",
 	"Limits":                    "limits",
 	"Limits.MemoryBytes":        "limits.memory",
 	"Limits.Timeout":            "limits.timeout",

@@ -362,3 +362,28 @@ func FormatSize(n uint64) string {
 	}
 	return strconv.FormatUint(n, 10) + "B"
 }
+
+// checkEnvName validates a subprocess environment variable name. Loader and
+// interpreter start-up variables are refused here already; the subprocess
+// gate refuses them again.
+func checkEnvName(s string) string {
+	if s == "" || len(s) > 128 {
+		return "must be 1 to 128 characters"
+	}
+	for i, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || i > 0 && c >= '0' && c <= '9') {
+			return "must be a variable name: letters, digits and _, not starting with a digit"
+		}
+	}
+	up := strings.ToUpper(s)
+	for _, p := range []string{"LD_", "DYLD_", "PYTHON", "PERL5", "RUBY", "NODE_", "GIT_EXEC_PATH", "GIT_SSH", "GIT_CONFIG", "BASH_ENV", "GCONV_PATH", "MALLOC_"} {
+		if strings.HasPrefix(up, p) {
+			return "is a loader or interpreter start-up variable; a module may not pass it to a program"
+		}
+	}
+	switch up {
+	case "ENV", "IFS", "SHELLOPTS", "PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "RES_OPTIONS", "LOCALDOMAIN", "RUBYOPT":
+		return "is set by the station or changes how programs start; a module may not pass it"
+	}
+	return ""
+}

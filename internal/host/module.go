@@ -72,6 +72,9 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	if len(man.Requires.FilesystemWrites) > 0 {
 		return nil, errors.New("requires.filesystem_writes: this station cannot grant filesystem writes yet; use []")
 	}
+	if len(man.Requires.FilesystemReads) > 0 {
+		return nil, errors.New("requires.filesystem_reads: this station cannot grant filesystem reads yet; leave it out")
+	}
 	limits, err := h.resolveLimits(man.Limits)
 	if err != nil {
 		return nil, err
