@@ -1,0 +1,246 @@
+package fsgate
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// DefaultQuotaBytes is the disk quota of a module when Options.QuotaBytes is
+// zero.
+const DefaultQuotaBytes = 256 << 20
+
+// Options configures a gate. Everything in it is validated and copied by New
+// and stays fixed for the gate's life.
+type Options struct {
+	// Module is the id of the module the gate serves; every decision and
+	// violation names it.
+	Module string
+	// Writes are the absolute host path globs (doublestar syntax) the
+	// module may create, change or delete; "~/" must already be expanded.
+	Writes []string
+	// Reads are the absolute host path globs the module may read, in
+	// addition to everything it may write.
+	Reads []string
+	// Protected are host directories that must never be mounted or
+	// writable, such as the station's home and its module store. New
+	// refuses a glob whose mount root is, contains or is inside one of them.
+	Protected []string
+	// Recorder receives every decision; nil discards them.
+	Recorder sandbox.Recorder
+	// QuotaBytes bounds how many bytes the module's files may grow by, in
+	// total over all its instances; 0 means DefaultQuotaBytes.
+	QuotaBytes int64
+}
+
+// Hooks connect one wazero instance's filesystem to the call it serves.
+// Both functions may be nil.
+type Hooks struct {
+	// Command returns the command of the call in progress, used only to
+	// attribute decisions ("" outside a call).
+	Command func() string
+	// Denied is called with every denial made while serving the instance,
+	// so that the host can report it if the call fails.
+	Denied func(*sandbox.Violation)
+}
+
+// Mount is one directory to link into a module instance with
+// sysfs.FSConfig.WithSysFSMount(m.FS, m.Path). Path is both the host
+// directory and the path at which the guest sees it.
+type Mount struct {
+	Path string
+	FS   experimentalsys.FS
+}
+
+// Gate is the filesystem gate of one module. It is safe for concurrent use;
+// the file systems Mounts returns share its root directories, its policy and
+// its quota.
+type Gate struct {
+	module    string
+	pol       *policy
+	rec       sandbox.Recorder
+	quota     int64
+	roots     []root // the mount roots, sorted, none inside another
+	writeGlob []string
+
+	mu     sync.Mutex
+	opened []*openRoot // nil until the first Mounts
+	closed bool
+
+	// ns is held exclusively by Rename from its checks to the rename, and
+	// shared by every other operation that adds or removes names, so that
+	// the type of what a rename moves cannot change in between (see
+	// Rename).
+	ns sync.RWMutex
+	// sizeMu guards used and serializes the operations that change file
+	// sizes, so that the quota counts exactly what this module's instances
+	// did.
+	sizeMu sync.Mutex
+	used   int64
+}
+
+// root is one mount root as computed by New.
+type root struct {
+	path     string // declared, absolute, clean: the guest path too
+	dev, ino uint64 // identity when New checked it
+}
+
+// New validates o and computes the mounts. It checks that each mount root
+// exists, is a directory, and is neither a protected directory, nor inside
+// one, nor above one (comparing both the declared paths and the paths with
+// symbolic links resolved). A root that does not exist is an error: the
+// operator creates it, the gate never does. Errors name the glob.
+func New(o Options) (*Gate, error) {
+	if o.Module == "" {
+		return nil, errors.New("fsgate: a module id is required")
+	}
+	fail := func(err error) error { return fmt.Errorf("fsgate: module %s: %w", o.Module, err) }
+	if o.QuotaBytes < 0 {
+		return nil, fail(fmt.Errorf("quota %d is negative", o.QuotaBytes))
+	}
+	pol, err := compilePolicy(o.Writes, o.Reads)
+	if err != nil {
+		return nil, fail(err)
+	}
+	g := &Gate{
+		module:    o.Module,
+		pol:       pol,
+		rec:       o.Recorder,
+		quota:     o.QuotaBytes,
+		writeGlob: slices.Clone(o.Writes),
+	}
+	if g.rec == nil {
+		g.rec = sandbox.Discard
+	}
+	if g.quota == 0 {
+		g.quota = DefaultQuotaBytes
+	}
+
+	type protected struct{ declared, real string }
+	var prot []protected
+	for _, p := range o.Protected {
+		if !filepath.IsAbs(p) {
+			return nil, fail(fmt.Errorf("protected directory %q is not absolute", p))
+		}
+		p = filepath.Clean(p)
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			real = p // it may not exist yet; compare the declared form
+		}
+		prot = append(prot, protected{p, real})
+	}
+
+	var all []grant
+	all = append(append(all, pol.writes...), pol.reads...)
+	for _, gr := range all {
+		kind := "read"
+		if slices.ContainsFunc(pol.writes, func(w grant) bool { return w.glob == gr.glob }) {
+			kind = "write"
+		}
+		real, err := filepath.EvalSymlinks(gr.root)
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				return nil, fail(fmt.Errorf("%s glob %q: mount root %s does not exist (the operator creates it)", kind, gr.glob, gr.root))
+			}
+			return nil, fail(fmt.Errorf("%s glob %q: mount root %s: %w", kind, gr.glob, gr.root, err))
+		}
+		for _, p := range prot {
+			for _, pair := range [][2]string{{gr.root, p.declared}, {real, p.real}, {gr.root, p.real}, {real, p.declared}} {
+				r, q := pair[0], pair[1]
+				switch {
+				case within(q, r):
+					return nil, fail(fmt.Errorf("%s glob %q: mount root %s contains the protected directory %s", kind, gr.glob, gr.root, p.declared))
+				case within(r, q):
+					return nil, fail(fmt.Errorf("%s glob %q: mount root %s is inside the protected directory %s", kind, gr.glob, gr.root, p.declared))
+				}
+			}
+		}
+	}
+
+	// Collapse nested roots into the outermost.
+	var paths []string
+	for _, gr := range all {
+		paths = append(paths, gr.root)
+	}
+	slices.SortFunc(paths, func(a, b string) int { return len(a) - len(b) })
+	for _, p := range paths {
+		if slices.ContainsFunc(g.roots, func(r root) bool { return within(p, r.path) }) {
+			continue
+		}
+		dev, ino, isDir, err := identify(p)
+		if err != nil {
+			return nil, fail(fmt.Errorf("mount root %s: %w", p, err))
+		}
+		if !isDir {
+			return nil, fail(fmt.Errorf("mount root %s is not a directory", p))
+		}
+		g.roots = append(g.roots, root{path: p, dev: dev, ino: ino})
+	}
+	slices.SortFunc(g.roots, func(a, b root) int { return strings.Compare(a.path, b.path) })
+	return g, nil
+}
+
+// WriteGlobs returns a copy of the module's write globs.
+func (g *Gate) WriteGlobs() []string { return slices.Clone(g.writeGlob) }
+
+// String describes the gate for the station's log line, e.g.
+//
+//	allow: /home/u/out/** (reads: /data/*.csv)
+//	allow: (none)
+func (g *Gate) String() string {
+	var b strings.Builder
+	b.WriteString("allow: ")
+	if len(g.pol.writes) == 0 {
+		b.WriteString("(none)")
+	}
+	for i, w := range g.pol.writes {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(w.glob)
+	}
+	if len(g.pol.reads) > 0 {
+		b.WriteString(" (reads: ")
+		for i, r := range g.pol.reads {
+			if i > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(r.glob)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Close closes the gate's root directories. File systems already handed to
+// instances fail every later path operation with EBADF; files they opened
+// stay usable until the instance closes them. Close the gate after the
+// module's instances.
+func (g *Gate) Close() error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	var errs []error
+	for _, r := range g.opened {
+		errs = append(errs, r.close())
+	}
+	g.opened = nil
+	return errors.Join(errs...)
+}
+
+// hostPath joins a mount root and a clean relative path.
+func hostPath(root, rel string) string {
+	if rel == "." {
+		return root
+	}
+	return path.Join(root, rel)
+}

@@ -1,0 +1,615 @@
+package fsgate
+
+import (
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
+	"golang.org/x/sys/unix"
+
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// Errno is wazero's error number; zero is success.
+type errno = experimentalsys.Errno
+
+// openRoot is a mount root directory, opened once per gate and shared by
+// the file systems of all the module's instances.
+type openRoot struct {
+	path string
+	f    *os.File        // an O_PATH descriptor of the directory
+	raw  syscall.RawConn // holds the descriptor open while an operation uses it
+}
+
+func (r *openRoot) close() error { return r.f.Close() }
+
+// identify returns the device and inode of p (following symbolic links) and
+// whether it is a directory.
+func identify(p string) (dev, ino uint64, isDir bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return 0, 0, false, err
+	}
+	return uint64(st.Dev), st.Ino, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil //nolint:unconvert // Dev is uint32 on some platforms
+}
+
+// Mounts returns the file systems to link into one wazero instance, each
+// bound to h. The first call opens the mount roots, checking that each is
+// still the directory New checked; later calls share them. A module with no
+// globs gets no mounts.
+func (g *Gate) Mounts(h Hooks) ([]Mount, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed {
+		return nil, fmt.Errorf("fsgate: module %s: the gate is closed", g.module)
+	}
+	if len(g.roots) == 0 {
+		return nil, nil
+	}
+	if g.opened == nil {
+		var opened []*openRoot
+		for _, r := range g.roots {
+			or, err := openRootDir(r)
+			if err != nil {
+				for _, o := range opened {
+					o.close()
+				}
+				return nil, fmt.Errorf("fsgate: module %s: %w", g.module, err)
+			}
+			opened = append(opened, or)
+		}
+		g.opened = opened
+	}
+	ms := make([]Mount, len(g.opened))
+	for i, r := range g.opened {
+		ms[i] = Mount{Path: r.path, FS: &mountFS{g: g, root: r, hooks: h}}
+	}
+	return ms, nil
+}
+
+func openRootDir(r root) (*openRoot, error) {
+	fd, err := unix.Open(r.path, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open mount root %s: %w", r.path, err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, fmt.Errorf("open mount root %s: %w", r.path, err)
+	}
+	if uint64(st.Dev) != r.dev || st.Ino != r.ino { //nolint:unconvert
+		unix.Close(fd)
+		return nil, fmt.Errorf("open mount root %s: it was replaced after the gate checked it", r.path)
+	}
+	f := os.NewFile(uintptr(fd), r.path)
+	raw, err := f.SyscallConn()
+	if err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open mount root %s: %w", r.path, err)
+	}
+	return &openRoot{path: r.path, f: f, raw: raw}, nil
+}
+
+// kind is what an operation needs of a path.
+type kind int
+
+const (
+	kindSee   kind = iota // stat: the path is visible
+	kindList              // open read-only: readable, or a visible directory
+	kindRead              // read a link: readable
+	kindWrite             // any change: writable
+)
+
+// denied is the errno a denial of k returns to the guest.
+func (k kind) denied() errno {
+	if k == kindWrite {
+		return experimentalsys.EPERM
+	}
+	return experimentalsys.EACCES
+}
+
+// mountFS is one mount of one instance: experimentalsys.FS over a mount
+// root, deciding every operation with the gate's policy.
+type mountFS struct {
+	experimentalsys.UnimplementedFS
+	g     *Gate
+	root  *openRoot
+	hooks Hooks
+}
+
+var _ experimentalsys.FS = (*mountFS)(nil)
+
+// String implements fmt.Stringer.
+func (m *mountFS) String() string { return m.root.path }
+
+// host returns the host path of a clean relative path.
+func (m *mountFS) host(rel string) string { return hostPath(m.root.path, rel) }
+
+func (m *mountFS) command() string {
+	if m.hooks.Command == nil {
+		return ""
+	}
+	return m.hooks.Command()
+}
+
+// deny records a denial, reports it to the instance and returns e.
+func (m *mountFS) deny(target, reason string, e errno) errno {
+	v := sandbox.Deny(m.g.module, sandbox.Filesystem, target, reason)
+	m.g.rec.Record(v.Decision(m.command()))
+	if m.hooks.Denied != nil {
+		m.hooks.Denied(v)
+	}
+	return e
+}
+
+// allow records an allowed change.
+func (m *mountFS) allow(target, reason string) {
+	m.g.rec.Record(sandbox.Decision{
+		Time:       time.Now(),
+		Module:     m.g.module,
+		Command:    m.command(),
+		Capability: sandbox.Filesystem,
+		Target:     sandbox.Sanitize(target),
+		Allowed:    true,
+		Reason:     reason,
+	})
+}
+
+// withRoot runs fn with the root's descriptor, which stays open meanwhile.
+func (m *mountFS) withRoot(fn func(rootfd int) errno) errno {
+	e := experimentalsys.EBADF
+	if err := m.root.raw.Control(func(fd uintptr) { e = fn(int(fd)) }); err != nil {
+		return experimentalsys.EBADF
+	}
+	return e
+}
+
+// clean validates a path the guest gave (relative to the mount; wazero has
+// usually cleaned it already, but nothing is assumed) and returns it clean.
+// mustDir reports a trailing slash. Refusals are recorded.
+func (m *mountFS) clean(p string, k kind) (rel string, mustDir bool, e errno) {
+	raw := m.root.path + "/" + p
+	if strings.IndexByte(p, 0) >= 0 {
+		return "", false, m.deny(raw, "contains a NUL byte", experimentalsys.EINVAL)
+	}
+	if len(p) > maxPathLen {
+		return "", false, m.deny(raw, fmt.Sprintf("is longer than %d bytes", maxPathLen), experimentalsys.ENAMETOOLONG)
+	}
+	rel = path.Clean(strings.TrimLeft(p, "/"))
+	if escapes(rel) {
+		return "", false, m.deny(raw, "leaves the mount", k.denied())
+	}
+	for _, e := range strings.Split(rel, "/") {
+		if len(e) > maxNameLen {
+			return "", false, m.deny(raw, fmt.Sprintf("has a name longer than %d bytes", maxNameLen), experimentalsys.ENAMETOOLONG)
+		}
+	}
+	return rel, strings.HasSuffix(p, "/") && rel != ".", 0
+}
+
+// checker decides one operation on one path. side names the end of a
+// rename or link ("source", "destination") and target overrides the
+// decision's target (rename and link name both ends).
+type checker struct {
+	m      *mountFS
+	k      kind
+	orig   string // the path the guest named, relative to the mount
+	side   string
+	target string
+
+	glob    string // set by check: the glob that allowed it
+	dirOnly bool   // set by check: kindList allowed only as a directory
+}
+
+// check decides on rel, the path the gate resolved and will touch next.
+func (c *checker) check(rel string) errno {
+	pol, abs := c.m.g.pol, c.m.host(rel)
+	c.glob, c.dirOnly = "", false
+	var reason string
+	switch c.k {
+	case kindWrite:
+		if g, ok := pol.writable(abs); ok {
+			c.glob = g
+			return 0
+		}
+		reason = "is not in its write allowlist (" + pol.writeList + ")"
+	case kindSee, kindList, kindRead:
+		if g, ok := pol.readable(abs); ok {
+			c.glob = g
+			return 0
+		}
+		if c.k != kindRead && pol.visible(abs) {
+			c.dirOnly = c.k == kindList
+			return 0
+		}
+		reason = "is not in its read allowlist (" + pol.readList + ")"
+	}
+	return c.refuse(rel, reason)
+}
+
+// refuse records a denial of rel for reason.
+func (c *checker) refuse(rel, reason string) errno {
+	target := c.target
+	if target == "" {
+		target = c.m.host(rel)
+	}
+	if c.side != "" {
+		reason = c.side + " " + reason
+		if rel != c.orig {
+			reason = c.side + " " + c.m.host(rel) + " " + strings.TrimPrefix(reason, c.side+" ")
+		}
+	} else if rel != c.orig {
+		reason += " (resolved from " + sandbox.SanitizeLimit(c.m.host(c.orig), 128) + ")"
+	}
+	return c.m.deny(target, reason, c.k.denied())
+}
+
+// via refuses a path through a symbolic link that leaves the mount.
+func (c *checker) via(l *link) errno {
+	reason := "is a symlink whose target leaves the mount"
+	if strings.HasPrefix(l.target, "/") {
+		reason = "is a symlink with an absolute target"
+	}
+	target := c.target
+	if target == "" {
+		target = c.m.host(l.path())
+	} else {
+		reason = c.side + " " + sandbox.SanitizeLimit(c.m.host(l.path()), 128) + " " + reason
+	}
+	return c.m.deny(target, reason, c.k.denied())
+}
+
+// resolve decides on rel and opens the directory that holds its last
+// element, following symbolic links on the way (never the last element):
+// each link's target replaces the path, which is decided again before
+// anything on it is touched. hops counts the links followed.
+func (c *checker) resolve(rootfd int, rel string, hops *int) (at, errno) {
+	for {
+		if e := c.check(rel); e != 0 {
+			return at{}, e
+		}
+		a, l, e := parent(rootfd, rel)
+		if e != 0 {
+			return at{}, e
+		}
+		if l == nil {
+			return a, 0
+		}
+		if *hops++; *hops > maxHops {
+			return at{}, experimentalsys.ELOOP
+		}
+		next, ok := l.follow()
+		if !ok {
+			return at{}, c.via(l)
+		}
+		rel = next
+	}
+}
+
+// run resolves rel and runs op at its last element. If op reports that the
+// last element is a symbolic link to follow, run follows it like resolve.
+func (c *checker) run(rootfd int, rel string, op func(a *at) (*link, errno)) errno {
+	hops := 0
+	for {
+		a, e := c.resolve(rootfd, rel, &hops)
+		if e != 0 {
+			return e
+		}
+		l, e := op(&a)
+		a.close()
+		if l == nil || e != 0 {
+			return e
+		}
+		if hops++; hops > maxHops {
+			return experimentalsys.ELOOP
+		}
+		next, ok := l.follow()
+		if !ok {
+			return c.via(l)
+		}
+		rel = next
+	}
+}
+
+// lastLink reads the symbolic link at a's last element as a link to follow.
+func lastLink(a *at) (*link, errno) {
+	target, e := readlink(a.dir, a.name)
+	if e != 0 {
+		return nil, e
+	}
+	return &link{dir: path.Dir(a.rel), name: a.name, target: target}, 0
+}
+
+// OpenFile implements experimentalsys.FS. Opening for writing (write or
+// read-write access, or O_APPEND, O_CREAT, O_TRUNC, O_EXCL) needs the
+// resolved path to be writable; opening read-only needs it readable, or a
+// visible directory. Only regular files and directories are opened; a file
+// with more than one hard link is never opened for writing. O_TRUNC is
+// applied after these checks, on the opened descriptor.
+func (m *mountFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, errno) {
+	acc := flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY)
+	write := acc != experimentalsys.O_RDONLY ||
+		flag&(experimentalsys.O_APPEND|experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_EXCL) != 0
+	k := kindList
+	if write {
+		k = kindWrite
+	}
+	rel, mustDir, e := m.clean(p, k)
+	if e != 0 {
+		return nil, e
+	}
+	if flag&experimentalsys.O_DIRECTORY != 0 && acc != experimentalsys.O_RDONLY {
+		return nil, experimentalsys.EISDIR
+	}
+	if flag&experimentalsys.O_CREAT != 0 {
+		m.g.ns.RLock()
+		defer m.g.ns.RUnlock()
+	}
+	c := &checker{m: m, k: k, orig: rel}
+	var out *file
+	e = m.withRoot(func(rootfd int) errno {
+		return c.run(rootfd, rel, func(a *at) (*link, errno) {
+			f, l, e := m.open(c, a, flag, perm, mustDir)
+			out = f
+			return l, e
+		})
+	})
+	if e != 0 {
+		return nil, e
+	}
+	return out, 0
+}
+
+// open opens a's last element for OpenFile, after c allowed it.
+func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.FileMode, mustDir bool) (*file, *link, errno) {
+	write := c.k == kindWrite
+	abs := m.host(a.rel)
+	oflags := unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
+	switch flag & (experimentalsys.O_RDWR | experimentalsys.O_WRONLY) {
+	case experimentalsys.O_RDWR:
+		oflags |= unix.O_RDWR
+	case experimentalsys.O_WRONLY:
+		oflags |= unix.O_WRONLY
+	}
+	for _, f := range [...]struct {
+		sys  experimentalsys.Oflag
+		unix int
+	}{
+		{experimentalsys.O_APPEND, unix.O_APPEND},
+		{experimentalsys.O_CREAT, unix.O_CREAT},
+		{experimentalsys.O_EXCL, unix.O_EXCL},
+		{experimentalsys.O_DIRECTORY, unix.O_DIRECTORY},
+		{experimentalsys.O_DSYNC, unix.O_DSYNC},
+		{experimentalsys.O_SYNC, unix.O_SYNC},
+		{experimentalsys.O_RSYNC, unix.O_RSYNC},
+	} {
+		if flag&f.sys != 0 {
+			oflags |= f.unix
+		}
+	}
+	if c.dirOnly || mustDir {
+		oflags |= unix.O_DIRECTORY
+	}
+	exclusive := flag&experimentalsys.O_CREAT != 0 && flag&experimentalsys.O_EXCL != 0
+	follow := flag&experimentalsys.O_NOFOLLOW == 0 && !exclusive
+
+	// Look before opening, so that a FIFO or a device is never opened (an
+	// open can block, or have effects of its own). The descriptor is
+	// checked again below: this look only avoids the common case.
+	if st, e := fstatat(a.dir, a.name); e == 0 {
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG, unix.S_IFDIR:
+		case unix.S_IFLNK:
+			if follow {
+				l, e := lastLink(a)
+				return nil, l, e
+			}
+			if exclusive {
+				return nil, nil, experimentalsys.EEXIST
+			}
+			return nil, nil, experimentalsys.ELOOP
+		default:
+			return nil, nil, c.refuse(a.rel, special(st.Mode))
+		}
+	}
+
+	fd, err := openNoFollow(a.dir, a.name, oflags&^unix.O_NOFOLLOW|int(perm.Perm())<<32>>32&0)
+	if a.name == "." {
+		fd, err = unix.Openat(a.dir, ".", oflags, 0)
+	} else {
+		fd, err = openat(a.dir, a.name, oflags, uint32(perm.Perm()))
+	}
+	switch {
+	case err == unix.ELOOP && follow: // it became a symbolic link since the look
+		l, e := lastLink(a)
+		return nil, l, e
+	case err == unix.ENOTDIR && c.dirOnly && !mustDir && flag&experimentalsys.O_DIRECTORY == 0:
+		return nil, nil, c.refuse(a.rel, "is not in its read allowlist ("+m.g.pol.readList+")")
+	case err != nil:
+		return nil, nil, experimentalsys.UnwrapOSError(err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		unix.Close(fd)
+		return nil, nil, experimentalsys.UnwrapOSError(err)
+	}
+	typ := st.Mode & unix.S_IFMT
+	if typ != unix.S_IFREG && typ != unix.S_IFDIR {
+		unix.Close(fd)
+		return nil, nil, c.refuse(a.rel, special(st.Mode))
+	}
+	if write && typ == unix.S_IFREG && st.Nlink > 1 {
+		unix.Close(fd)
+		return nil, nil, c.refuse(a.rel, hardLinks(uint64(st.Nlink))) //nolint:unconvert
+	}
+	if flag&experimentalsys.O_TRUNC != 0 {
+		if e := m.g.truncate(fd, 0); e != 0 {
+			unix.Close(fd)
+			return nil, nil, e
+		}
+	}
+	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
+		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK) //nolint:errcheck // best effort: regular files and directories ignore it
+	}
+	if write {
+		m.allow(abs, openReason(flag)+" (allowed by "+c.glob+")")
+	}
+	return newFile(m, fd, a.rel, &st, flag, write), nil, 0
+}
+
+// openat is unix.Openat retried on EINTR.
+func openat(dir int, name string, flags int, perm uint32) (int, error) {
+	for {
+		fd, err := unix.Openat(dir, name, flags, perm)
+		if err != unix.EINTR {
+			return fd, err
+		}
+	}
+}
+
+func openReason(flag experimentalsys.Oflag) string {
+	var parts []string
+	if flag&experimentalsys.O_CREAT != 0 {
+		parts = append(parts, "create")
+	}
+	if flag&experimentalsys.O_TRUNC != 0 {
+		parts = append(parts, "truncate")
+	}
+	if flag&experimentalsys.O_APPEND != 0 {
+		parts = append(parts, "append")
+	}
+	if len(parts) == 0 {
+		return "open for writing"
+	}
+	return "open for writing (" + strings.Join(parts, ", ") + ")"
+}
+
+// special is the reason a file that is neither regular nor a directory is
+// refused.
+func special(mode uint32) string {
+	name := "a special file"
+	switch mode & unix.S_IFMT {
+	case unix.S_IFIFO:
+		name = "a FIFO"
+	case unix.S_IFCHR:
+		name = "a character device"
+	case unix.S_IFBLK:
+		name = "a block device"
+	case unix.S_IFSOCK:
+		name = "a socket"
+	}
+	return "is " + name + "; only regular files and directories can be opened"
+}
+
+// hardLinks is the reason a file with other hard links is not changed.
+func hardLinks(n uint64) string {
+	return fmt.Sprintf("is a file with %d hard links; it is not changed because the other links may be outside its write allowlist", n)
+}
+
+// Stat implements experimentalsys.FS: the path must be visible.
+func (m *mountFS) Stat(p string) (sys.Stat_t, errno) {
+	return m.stat(p, true)
+}
+
+// Lstat implements experimentalsys.FS: the path must be visible.
+func (m *mountFS) Lstat(p string) (sys.Stat_t, errno) {
+	return m.stat(p, false)
+}
+
+func (m *mountFS) stat(p string, follow bool) (sys.Stat_t, errno) {
+	rel, mustDir, e := m.clean(p, kindSee)
+	if e != 0 {
+		return sys.Stat_t{}, e
+	}
+	c := &checker{m: m, k: kindSee, orig: rel}
+	var st unix.Stat_t
+	e = m.withRoot(func(rootfd int) errno {
+		return c.run(rootfd, rel, func(a *at) (*link, errno) {
+			var e errno
+			st, e = fstatat(a.dir, a.name)
+			if e == 0 && follow && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return lastLink(a)
+			}
+			return nil, e
+		})
+	})
+	if e != 0 {
+		return sys.Stat_t{}, e
+	}
+	if mustDir && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return sys.Stat_t{}, experimentalsys.ENOTDIR
+	}
+	return toStat(&st), 0
+}
+
+// Readlink implements experimentalsys.FS: the link must be readable.
+func (m *mountFS) Readlink(p string) (string, errno) {
+	rel, _, e := m.clean(p, kindRead)
+	if e != 0 {
+		return "", e
+	}
+	c := &checker{m: m, k: kindRead, orig: rel}
+	var target string
+	e = m.withRoot(func(rootfd int) errno {
+		hops := 0
+		a, e := c.resolve(rootfd, rel, &hops)
+		if e != 0 {
+			return e
+		}
+		defer a.close()
+		if a.name == "." {
+			return experimentalsys.EINVAL
+		}
+		target, e = readlink(a.dir, a.name)
+		return e
+	})
+	return target, e
+}
+
+// change resolves a path for an operation that changes its last element
+// without following it, decides that it is writable, and runs op there.
+func (m *mountFS) change(p, verb string, op func(a *at) errno) errno {
+	rel, _, e := m.clean(p, kindWrite)
+	if e != 0 {
+		return e
+	}
+	c := &checker{m: m, k: kindWrite, orig: rel}
+	return m.withRoot(func(rootfd int) errno {
+		hops := 0
+		a, e := c.resolve(rootfd, rel, &hops)
+		if e != 0 {
+			return e
+		}
+		defer a.close()
+		if a.name == "." && verb != "mkdir" {
+			return c.refuse(a.rel, "is the root of a mount")
+		}
+		if e := op(a); e != 0 {
+			return e
+		}
+		return 0
+	}, c, verb)
+}
+
+// Mkdir implements experimentalsys.FS: the path must be writable.
+func (m *mountFS) Mkdir(p string, perm fs.FileMode) errno {
+	m.g.ns.RLock()
+	defer m.g.ns.RUnlock()
+	return m.mutate(p, "mkdir", func(a *at, allow func()) errno {
+		if a.name == "." {
+			return experimentalsys.EEXIST
+		}
+		allow()
+		e := experimentalsys.UnwrapOSError(unix.Mkdirat(a.dir, a.name, uint32(perm.Perm())))
+		if e == experimentalsys.ENOTDIR {
+			e = experimentalsys.ENOENT
+		}
+		return e
+	})
+}
