@@ -141,49 +141,57 @@ func New(o Options) (*Gate, error) {
 
 	var all []grant
 	all = append(append(all, pol.writes...), pol.reads...)
-	for _, gr := range all {
-		kind := "read"
+	kind := func(gr grant) string {
 		if slices.ContainsFunc(pol.writes, func(w grant) bool { return w.glob == gr.glob }) {
-			kind = "write"
+			return "write"
 		}
-		real, err := filepath.EvalSymlinks(gr.root)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				return nil, fail(fmt.Errorf("%s glob %q: mount root %s does not exist (the operator creates it)", kind, gr.glob, gr.root))
-			}
-			return nil, fail(fmt.Errorf("%s glob %q: mount root %s: %w", kind, gr.glob, gr.root, err))
+		return "read"
+	}
+
+	// No root may be, contain or be inside a protected directory, compared
+	// as declared and with symbolic links resolved. (A glob's own root may
+	// not exist yet when it is inside another mount; the gate never
+	// follows a link out of a mount, so its declared form is enough.)
+	for _, gr := range all {
+		roots := []string{gr.root}
+		if real, err := filepath.EvalSymlinks(gr.root); err == nil {
+			roots = append(roots, real)
 		}
 		for _, p := range prot {
-			for _, pair := range [][2]string{{gr.root, p.declared}, {real, p.real}, {gr.root, p.real}, {real, p.declared}} {
-				r, q := pair[0], pair[1]
-				switch {
-				case within(q, r):
-					return nil, fail(fmt.Errorf("%s glob %q: mount root %s contains the protected directory %s", kind, gr.glob, gr.root, p.declared))
-				case within(r, q):
-					return nil, fail(fmt.Errorf("%s glob %q: mount root %s is inside the protected directory %s", kind, gr.glob, gr.root, p.declared))
+			for _, r := range roots {
+				for _, q := range []string{p.declared, p.real} {
+					switch {
+					case within(q, r):
+						return nil, fail(fmt.Errorf("%s glob %q: mount root %s contains the protected directory %s", kind(gr), gr.glob, gr.root, p.declared))
+					case within(r, q):
+						return nil, fail(fmt.Errorf("%s glob %q: mount root %s is inside the protected directory %s", kind(gr), gr.glob, gr.root, p.declared))
+					}
 				}
 			}
 		}
 	}
 
-	// Collapse nested roots into the outermost.
-	var paths []string
-	for _, gr := range all {
-		paths = append(paths, gr.root)
-	}
-	slices.SortFunc(paths, func(a, b string) int { return len(a) - len(b) })
-	for _, p := range paths {
-		if slices.ContainsFunc(g.roots, func(r root) bool { return within(p, r.path) }) {
-			continue
+	// Collapse nested roots into the outermost; only those are mounted.
+	byLen := slices.Clone(all)
+	slices.SortStableFunc(byLen, func(a, b grant) int { return len(a.root) - len(b.root) })
+	var outer []grant
+	for _, gr := range byLen {
+		if !slices.ContainsFunc(outer, func(o grant) bool { return within(gr.root, o.root) }) {
+			outer = append(outer, gr)
 		}
-		dev, ino, isDir, err := identify(p)
+	}
+	for _, gr := range outer {
+		if _, err := os.Lstat(gr.root); errors.Is(err, os.ErrNotExist) {
+			return nil, fail(fmt.Errorf("%s glob %q: mount root %s does not exist (the operator creates it)", kind(gr), gr.glob, gr.root))
+		}
+		dev, ino, isDir, err := identify(gr.root)
 		if err != nil {
-			return nil, fail(fmt.Errorf("mount root %s: %w", p, err))
+			return nil, fail(fmt.Errorf("%s glob %q: mount root %s: %w", kind(gr), gr.glob, gr.root, err))
 		}
 		if !isDir {
-			return nil, fail(fmt.Errorf("mount root %s is not a directory", p))
+			return nil, fail(fmt.Errorf("%s glob %q: mount root %s is not a directory", kind(gr), gr.glob, gr.root))
 		}
-		g.roots = append(g.roots, root{path: p, dev: dev, ino: ino})
+		g.roots = append(g.roots, root{path: gr.root, dev: dev, ino: ino})
 	}
 	slices.SortFunc(g.roots, func(a, b root) int { return strings.Compare(a.path, b.path) })
 	return g, nil

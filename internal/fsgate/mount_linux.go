@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unsafe"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
@@ -16,7 +17,7 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 )
 
-// Errno is wazero's error number; zero is success.
+// errno is wazero's error number; zero is success.
 type errno = experimentalsys.Errno
 
 // openRoot is a mount root directory, opened once per gate and shared by
@@ -36,7 +37,7 @@ func identify(p string) (dev, ino uint64, isDir bool, err error) {
 	if err := unix.Stat(p, &st); err != nil {
 		return 0, 0, false, err
 	}
-	return uint64(st.Dev), st.Ino, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil //nolint:unconvert // Dev is uint32 on some platforms
+	return uint64(st.Dev), st.Ino, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil // Dev is narrower on some platforms
 }
 
 // Mounts returns the file systems to link into one wazero instance, each
@@ -83,7 +84,7 @@ func openRootDir(r root) (*openRoot, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open mount root %s: %w", r.path, err)
 	}
-	if uint64(st.Dev) != r.dev || st.Ino != r.ino { //nolint:unconvert
+	if uint64(st.Dev) != r.dev || st.Ino != r.ino {
 		unix.Close(fd)
 		return nil, fmt.Errorf("open mount root %s: it was replaced after the gate checked it", r.path)
 	}
@@ -274,6 +275,7 @@ func (c *checker) resolve(rootfd int, rel string, hops *int) (at, errno) {
 		if e := c.check(rel); e != 0 {
 			return at{}, e
 		}
+		raced("resolve", rel)
 		a, l, e := parent(rootfd, rel)
 		if e != 0 {
 			return at{}, e
@@ -301,6 +303,7 @@ func (c *checker) run(rootfd int, rel string, op func(a *at) (*link, errno)) err
 		if e != 0 {
 			return e
 		}
+		raced("use", a.rel)
 		l, e := op(&a)
 		a.close()
 		if l == nil || e != 0 {
@@ -314,6 +317,20 @@ func (c *checker) run(rootfd int, rel string, op func(a *at) (*link, errno)) err
 			return c.via(l)
 		}
 		rel = next
+	}
+}
+
+// testHookRace, when a test sets it, runs between the gate's decision on
+// a path and the system call that uses it, so that the test can play an
+// attacker who swaps entries at the worst moment.
+// stage is "resolve" (before the directories on the way are opened),
+// "use" (before the last element is used) or "open" (between OpenFile's
+// look at the last element and its open).
+var testHookRace func(stage, rel string)
+
+func raced(stage, rel string) {
+	if testHookRace != nil {
+		testHookRace(stage, rel)
 	}
 }
 
@@ -419,12 +436,8 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 		}
 	}
 
-	fd, err := openNoFollow(a.dir, a.name, oflags&^unix.O_NOFOLLOW|int(perm.Perm())<<32>>32&0)
-	if a.name == "." {
-		fd, err = unix.Openat(a.dir, ".", oflags, 0)
-	} else {
-		fd, err = openat(a.dir, a.name, oflags, uint32(perm.Perm()))
-	}
+	raced("open", a.rel)
+	fd, err := openat(a.dir, a.name, oflags, uint32(perm.Perm()))
 	switch {
 	case err == unix.ELOOP && follow: // it became a symbolic link since the look
 		l, e := lastLink(a)
@@ -446,21 +459,21 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 	}
 	if write && typ == unix.S_IFREG && st.Nlink > 1 {
 		unix.Close(fd)
-		return nil, nil, c.refuse(a.rel, hardLinks(uint64(st.Nlink))) //nolint:unconvert
+		return nil, nil, c.refuse(a.rel, hardLinks(uint64(st.Nlink)))
 	}
 	if flag&experimentalsys.O_TRUNC != 0 {
-		if e := m.g.truncate(fd, 0); e != 0 {
+		if _, e := m.g.resize(fd, 0); e != 0 {
 			unix.Close(fd)
 			return nil, nil, e
 		}
 	}
 	if fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0); err == nil {
-		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK) //nolint:errcheck // best effort: regular files and directories ignore it
+		unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl&^unix.O_NONBLOCK) // best effort: regular files and directories ignore it
 	}
 	if write {
 		m.allow(abs, openReason(flag)+" (allowed by "+c.glob+")")
 	}
-	return newFile(m, fd, a.rel, &st, flag, write), nil, 0
+	return newFile(m, fd, a.rel, c.glob, &st, flag), nil, 0
 }
 
 // openat is unix.Openat retried on EINTR.
@@ -572,9 +585,10 @@ func (m *mountFS) Readlink(p string) (string, errno) {
 	return target, e
 }
 
-// change resolves a path for an operation that changes its last element
-// without following it, decides that it is writable, and runs op there.
-func (m *mountFS) change(p, verb string, op func(a *at) errno) errno {
+// mutate resolves p for an operation that changes its last element without
+// following it, decides that the resolved path is writable, and runs op
+// there. op calls c.allowed just before it changes anything.
+func (m *mountFS) mutate(p string, op func(c *checker, a *at) errno) errno {
 	rel, _, e := m.clean(p, kindWrite)
 	if e != 0 {
 		return e
@@ -587,29 +601,306 @@ func (m *mountFS) change(p, verb string, op func(a *at) errno) errno {
 			return e
 		}
 		defer a.close()
-		if a.name == "." && verb != "mkdir" {
-			return c.refuse(a.rel, "is the root of a mount")
-		}
-		if e := op(a); e != 0 {
-			return e
-		}
-		return 0
-	}, c, verb)
+		raced("use", a.rel)
+		return op(c, &a)
+	})
+}
+
+// allowed records that the operation verb on rel was allowed.
+func (c *checker) allowed(rel, verb string) {
+	target := c.target
+	if target == "" {
+		target = c.m.host(rel)
+	}
+	c.m.allow(target, verb+" (allowed by "+c.glob+")")
 }
 
 // Mkdir implements experimentalsys.FS: the path must be writable.
 func (m *mountFS) Mkdir(p string, perm fs.FileMode) errno {
 	m.g.ns.RLock()
 	defer m.g.ns.RUnlock()
-	return m.mutate(p, "mkdir", func(a *at, allow func()) errno {
+	return m.mutate(p, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return experimentalsys.EEXIST
 		}
-		allow()
+		c.allowed(a.rel, "mkdir")
 		e := experimentalsys.UnwrapOSError(unix.Mkdirat(a.dir, a.name, uint32(perm.Perm())))
 		if e == experimentalsys.ENOTDIR {
 			e = experimentalsys.ENOENT
 		}
 		return e
 	})
+}
+
+// Rmdir implements experimentalsys.FS: the path must be writable.
+func (m *mountFS) Rmdir(p string) errno {
+	m.g.ns.RLock()
+	defer m.g.ns.RUnlock()
+	return m.mutate(p, func(c *checker, a *at) errno {
+		if a.name == "." {
+			return c.refuse(a.rel, "is the root of a mount")
+		}
+		c.allowed(a.rel, "rmdir")
+		return experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, a.name, unix.AT_REMOVEDIR))
+	})
+}
+
+// Unlink implements experimentalsys.FS: the path must be writable. The
+// bytes of a regular file's last link are returned to the quota.
+func (m *mountFS) Unlink(p string) errno {
+	m.g.ns.RLock()
+	defer m.g.ns.RUnlock()
+	return m.mutate(p, func(c *checker, a *at) errno {
+		if a.name == "." {
+			return c.refuse(a.rel, "is the root of a mount")
+		}
+		c.allowed(a.rel, "unlink")
+		m.g.sizeMu.Lock() // the recorder is not called with it held: it may block
+		defer m.g.sizeMu.Unlock()
+		st, e := fstatat(a.dir, a.name)
+		if e != 0 {
+			return e
+		}
+		if e := experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, a.name, 0)); e != 0 {
+			return e
+		}
+		m.g.credit(&st)
+		return 0
+	})
+}
+
+// Rename implements experimentalsys.FS: both paths must be writable, and a
+// directory may only move from and to places where everything below it is
+// writable too. The bytes of a regular file it replaces are returned to
+// the quota.
+//
+// Rename holds the gate's namespace lock exclusively, so no other
+// operation of this module can turn a file it checked into a directory (or
+// the reverse) before it renames.
+func (m *mountFS) Rename(from, to string) errno {
+	m.g.ns.Lock()
+	defer m.g.ns.Unlock()
+	return m.pair(from, to, "rename", func(cf, ct *checker, af, at *at) errno {
+		if af.name == "." {
+			return cf.refuse(af.rel, "is the root of a mount")
+		}
+		if at.name == "." {
+			return ct.refuse(at.rel, "is the root of a mount")
+		}
+		sf, e := fstatat(af.dir, af.name)
+		if e != 0 {
+			return e
+		}
+		if sf.Mode&unix.S_IFMT == unix.S_IFDIR {
+			if !m.g.pol.subtreeWritable(m.host(af.rel)) {
+				return cf.refuse(af.rel, "is a directory whose contents are not all in its write allowlist ("+m.g.pol.writeList+")")
+			}
+			if !m.g.pol.subtreeWritable(m.host(at.rel)) {
+				return ct.refuse(at.rel, "is a directory whose contents would not all be in its write allowlist ("+m.g.pol.writeList+")")
+			}
+		}
+		cf.allowed(af.rel, "rename")
+		m.g.sizeMu.Lock()
+		defer m.g.sizeMu.Unlock()
+		st, replaced := fstatat(at.dir, at.name)
+		if e := experimentalsys.UnwrapOSError(unix.Renameat(af.dir, af.name, at.dir, at.name)); e != 0 {
+			return e
+		}
+		if replaced == 0 && (st.Dev != sf.Dev || st.Ino != sf.Ino) {
+			m.g.credit(&st)
+		}
+		return 0
+	})
+}
+
+// Link implements experimentalsys.FS: both paths must be writable.
+func (m *mountFS) Link(oldPath, newPath string) errno {
+	m.g.ns.RLock()
+	defer m.g.ns.RUnlock()
+	return m.pair(oldPath, newPath, "link", func(co, cn *checker, ao, an *at) errno {
+		if ao.name == "." {
+			return experimentalsys.EPERM // a directory
+		}
+		if an.name == "." {
+			return experimentalsys.EEXIST
+		}
+		st, e := fstatat(ao.dir, ao.name)
+		if e != 0 {
+			return e
+		}
+		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
+			return co.refuse(ao.rel, hardLinks(uint64(st.Nlink)))
+		}
+		co.allowed(ao.rel, "link")
+		return experimentalsys.UnwrapOSError(unix.Linkat(ao.dir, ao.name, an.dir, an.name, 0))
+	})
+}
+
+// pair resolves the two paths of a rename or link, neither followed at its
+// last element, decides that both are writable, and runs op. Decisions
+// name both ends: "from -> to".
+func (m *mountFS) pair(from, to, verb string, op func(cf, ct *checker, af, at *at) errno) errno {
+	rf, _, e := m.clean(from, kindWrite)
+	if e != 0 {
+		return e
+	}
+	rt, _, e := m.clean(to, kindWrite)
+	if e != 0 {
+		return e
+	}
+	target := m.host(rf) + " -> " + m.host(rt)
+	if len(target) > sandbox.MaxTargetLen {
+		target = sandbox.SanitizeLimit(m.host(rf), 124) + " -> " + sandbox.SanitizeLimit(m.host(rt), 124)
+	}
+	cf := &checker{m: m, k: kindWrite, orig: rf, side: "source", target: target}
+	ct := &checker{m: m, k: kindWrite, orig: rt, side: "destination", target: target}
+	return m.withRoot(func(rootfd int) errno {
+		hops := 0
+		af, e := cf.resolve(rootfd, rf, &hops)
+		if e != 0 {
+			return e
+		}
+		defer af.close()
+		hops = 0
+		at, e := ct.resolve(rootfd, rt, &hops)
+		if e != 0 {
+			return e
+		}
+		defer at.close()
+		raced("use", af.rel)
+		raced("use", at.rel)
+		return op(cf, ct, &af, &at)
+	})
+}
+
+// Symlink implements experimentalsys.FS: the link's path must be writable
+// and its target, resolved from the link's directory, must stay inside the
+// mount. Absolute targets are refused.
+func (m *mountFS) Symlink(target, linkName string) errno {
+	m.g.ns.RLock()
+	defer m.g.ns.RUnlock()
+	return m.mutate(linkName, func(c *checker, a *at) errno {
+		switch {
+		case strings.IndexByte(target, 0) >= 0:
+			return m.deny(m.host(a.rel), "is a symlink whose target contains a NUL byte", experimentalsys.EINVAL)
+		case len(target) > maxPathLen:
+			return m.deny(m.host(a.rel), fmt.Sprintf("is a symlink whose target is longer than %d bytes", maxPathLen), experimentalsys.ENAMETOOLONG)
+		case target == "":
+			return experimentalsys.ENOENT
+		case a.name == ".":
+			return experimentalsys.EEXIST
+		}
+		l := &link{dir: path.Dir(a.rel), name: a.name, target: target}
+		if _, ok := l.follow(); !ok {
+			return m.deny(m.host(a.rel), "is a symlink whose target ("+sandbox.SanitizeLimit(target, 64)+") leaves the mount", experimentalsys.EPERM)
+		}
+		c.allowed(a.rel, "symlink to "+sandbox.SanitizeLimit(target, 64))
+		return experimentalsys.UnwrapOSError(unix.Symlinkat(target, a.dir, a.name))
+	})
+}
+
+// Chmod implements experimentalsys.FS: the resolved path (symbolic links
+// are followed) must be writable. Only the permission bits are set.
+func (m *mountFS) Chmod(p string, perm fs.FileMode) errno {
+	return m.inode(p, "chmod", func(fd int, a *at, st *unix.Stat_t) errno {
+		mode := uint32(perm.Perm())
+		err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
+		if err != unix.EOPNOTSUPP && err != unix.ENOSYS && err != unix.EINVAL {
+			return experimentalsys.UnwrapOSError(err)
+		}
+		return reopened(a, st, func(rfd int) error { return unix.Fchmod(rfd, mode) })
+	})
+}
+
+// Utimens implements experimentalsys.FS: the resolved path (symbolic links
+// are followed) must be writable.
+func (m *mountFS) Utimens(p string, atim, mtim int64) errno {
+	return m.inode(p, "set times", func(fd int, a *at, st *unix.Stat_t) errno {
+		ts := []unix.Timespec{timespec(atim), timespec(mtim)}
+		err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
+		if err != unix.EOPNOTSUPP && err != unix.ENOSYS && err != unix.EINVAL && err != unix.EBADF {
+			return experimentalsys.UnwrapOSError(err)
+		}
+		return reopened(a, st, func(rfd int) error { return futimens(rfd, ts) })
+	})
+}
+
+// inode resolves p following symbolic links, decides that the result is
+// writable, opens it as an O_PATH descriptor (never following a link) and
+// runs op on that descriptor, so what op changes is what was decided on.
+// A file with other hard links is refused: its metadata is shared with
+// them.
+func (m *mountFS) inode(p, verb string, op func(fd int, a *at, st *unix.Stat_t) errno) errno {
+	rel, _, e := m.clean(p, kindWrite)
+	if e != 0 {
+		return e
+	}
+	c := &checker{m: m, k: kindWrite, orig: rel}
+	return m.withRoot(func(rootfd int) errno {
+		return c.run(rootfd, rel, func(a *at) (*link, errno) {
+			fd, err := openNoFollow(a.dir, a.name, unix.O_PATH)
+			if err != nil {
+				return nil, experimentalsys.UnwrapOSError(err)
+			}
+			defer unix.Close(fd)
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return nil, experimentalsys.UnwrapOSError(err)
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				target, e := readlink(fd, "")
+				if e != 0 {
+					return nil, e
+				}
+				return &link{dir: path.Dir(a.rel), name: a.name, target: target}, 0
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
+				return nil, c.refuse(a.rel, hardLinks(uint64(st.Nlink)))
+			}
+			c.allowed(a.rel, verb)
+			return nil, op(fd, a, &st)
+		})
+	})
+}
+
+// reopened runs fn on a read-only descriptor of the regular file or
+// directory that the O_PATH descriptor of a refers to, for kernels whose
+// fchmodat2 or utimensat cannot take an O_PATH descriptor. The name is
+// opened again without following links, and the result must be the same
+// inode, else nothing is changed.
+func reopened(a *at, st *unix.Stat_t, fn func(rfd int) error) errno {
+	if typ := st.Mode & unix.S_IFMT; typ != unix.S_IFREG && typ != unix.S_IFDIR {
+		return experimentalsys.ENOTSUP
+	}
+	rfd, err := openNoFollow(a.dir, a.name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
+	if err != nil {
+		return experimentalsys.UnwrapOSError(err)
+	}
+	defer unix.Close(rfd)
+	var again unix.Stat_t
+	if err := unix.Fstat(rfd, &again); err != nil {
+		return experimentalsys.UnwrapOSError(err)
+	}
+	if again.Dev != st.Dev || again.Ino != st.Ino {
+		return experimentalsys.EAGAIN // replaced meanwhile; nothing was changed
+	}
+	return experimentalsys.UnwrapOSError(fn(rfd))
+}
+
+// futimens sets the times of an open descriptor (utimensat with a NULL
+// path, which x/sys/unix does not offer).
+func futimens(fd int, ts []unix.Timespec) error {
+	_, _, e := unix.Syscall6(unix.SYS_UTIMENSAT, uintptr(fd), 0, uintptr(unsafe.Pointer(&ts[0])), 0, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// timespec converts wazero's nanoseconds (or UTIME_OMIT).
+func timespec(t int64) unix.Timespec {
+	if t == experimentalsys.UTIME_OMIT {
+		return unix.Timespec{Nsec: unix.UTIME_OMIT}
+	}
+	return unix.NsecToTimespec(t)
 }

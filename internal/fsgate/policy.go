@@ -239,25 +239,35 @@ func expandBraces(g string) ([]string, error) {
 	return out, err
 }
 
-// writable reports whether the module may change the host path p, and the
-// glob that grants it.
+// writable reports whether the module may change the host path abs, and
+// the glob that grants it.
 func (p *policy) writable(abs string) (string, bool) {
+	if !isClean(abs) {
+		return "", false
+	}
 	return match(p.writes, abs)
 }
 
-// readable reports whether the module may read the host path p (its write
-// globs grant reads too), and the glob that grants it.
+// readable reports whether the module may read the host path abs (its
+// write globs grant reads too), and the glob that grants it.
 func (p *policy) readable(abs string) (string, bool) {
+	if !isClean(abs) {
+		return "", false
+	}
 	if g, ok := match(p.writes, abs); ok {
 		return g, true
 	}
 	return match(p.reads, abs)
 }
 
-// visible reports whether the module may see the host path p at all: stat
-// it and, if it is a directory, list it (filtered) and walk through it. That
-// is everything readable plus every directory above something readable.
+// visible reports whether the module may see the host path abs at all:
+// stat it and, if it is a directory, list it (filtered) and walk through
+// it. That is everything readable plus every directory above something
+// readable.
 func (p *policy) visible(abs string) bool {
+	if !isClean(abs) {
+		return false
+	}
 	if _, ok := p.readable(abs); ok {
 		return true
 	}
@@ -280,6 +290,9 @@ func (p *policy) visible(abs string) bool {
 // rename never moves entries to (or takes them from) a path the module may
 // not write.
 func (p *policy) subtreeWritable(abs string) bool {
+	if !isClean(abs) {
+		return false
+	}
 	segs := segments(abs)
 	for _, g := range p.writes {
 		for _, alt := range g.alts {
@@ -304,6 +317,24 @@ func match(gs []grant, abs string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// isClean reports whether p is an absolute path as path.Clean leaves it,
+// without a NUL byte. Glob matching is lexical, so the policy refuses to
+// judge anything else ("/out/../etc" matches "/out/**").
+func isClean(p string) bool {
+	if p == "/" {
+		return true
+	}
+	if p == "" || p[0] != '/' || p[len(p)-1] == '/' || strings.IndexByte(p, 0) >= 0 {
+		return false
+	}
+	for _, s := range strings.Split(p[1:], "/") {
+		if s == "" || s == "." || s == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // segments splits a clean absolute path: "/" has none.

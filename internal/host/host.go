@@ -77,6 +77,14 @@ type Options struct {
 	// MaxLimits are the operator's maxima; a manifest asking for more is
 	// refused at load. Zero fields mean no maximum beyond the hard ones.
 	MaxLimits Limits
+	// HomeDir expands "~/" in filesystem globs (the operator's home).
+	HomeDir string
+	// Protected are host directories no module may mount or write: the
+	// station home (store, module packages, configuration, caches).
+	Protected []string
+	// FilesystemQuota bounds the bytes each module's files may grow by
+	// (0: the filesystem gate's default).
+	FilesystemQuota int64
 }
 
 // Limits bound a module's resources.

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -15,10 +16,12 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/manifest"
@@ -40,6 +43,7 @@ type Module struct {
 	// in this release) has no imports linked at all.
 	net   *netgate.Gate
 	allow *netgate.Allowlist
+	fs    *fsgate.Gate // nil: nothing is mounted
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -68,12 +72,6 @@ func (m *Module) Limits() Limits { return m.limits }
 func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byte) (*Module, error) {
 	if len(man.Requires.Subprocess.Allow) > 0 || man.Requires.Subprocess.Any {
 		return nil, errors.New("requires.subprocess: this station cannot grant subprocess yet; remove it from the manifest")
-	}
-	if len(man.Requires.FilesystemWrites) > 0 {
-		return nil, errors.New("requires.filesystem_writes: this station cannot grant filesystem writes yet; use []")
-	}
-	if len(man.Requires.FilesystemReads) > 0 {
-		return nil, errors.New("requires.filesystem_reads: this station cannot grant filesystem reads yet; leave it out")
 	}
 	limits, err := h.resolveLimits(man.Limits)
 	if err != nil {
@@ -113,6 +111,29 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		return nil, fmt.Errorf("network gate: %w", err)
 	}
 
+	if len(man.Requires.FilesystemWrites)+len(man.Requires.FilesystemReads) > 0 {
+		writes, err := expandHome(man.Requires.FilesystemWrites, h.opts.HomeDir)
+		if err != nil {
+			return nil, fmt.Errorf("requires.filesystem_writes: %w", err)
+		}
+		reads, err := expandHome(man.Requires.FilesystemReads, h.opts.HomeDir)
+		if err != nil {
+			return nil, fmt.Errorf("requires.filesystem_reads: %w", err)
+		}
+		m.fs, err = fsgate.New(fsgate.Options{
+			Module:     man.ID,
+			Writes:     writes,
+			Reads:      reads,
+			Protected:  h.opts.Protected,
+			Recorder:   h.rec,
+			QuotaBytes: h.opts.FilesystemQuota,
+		})
+		if err != nil {
+			m.net.Close()
+			return nil, fmt.Errorf("filesystem gate: %w", err)
+		}
+	}
+
 	pages := uint32((limits.MemoryBytes + 65535) / 65536)
 	m.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(h.cache).
@@ -125,8 +146,9 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	defer func() {
 		if !ok {
 			m.rt.Close(ctx)
-			if m.net != nil {
-				m.net.Close()
+			m.net.Close()
+			if m.fs != nil {
+				m.fs.Close()
 			}
 		}
 	}()
@@ -249,6 +271,26 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithNanosleep(inst.sleep).
 		WithStdout(out).
 		WithStderr(out)
+	if m.fs != nil {
+		// The module sees exactly its mounts; every operation on them goes
+		// through its filesystem gate.
+		mounts, err := m.fs.Mounts(fsgate.Hooks{
+			Command: func() string { return inst.st.command },
+			Denied: func(v *sandbox.Violation) {
+				if inst.st.violation == nil {
+					inst.st.violation = v
+				}
+			},
+		})
+		if err != nil {
+			return nil, fmt.Errorf("module %s: mount: %w", m.id, err)
+		}
+		fsc := wazero.NewFSConfig()
+		for _, mt := range mounts {
+			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mt.FS, mt.Path)
+		}
+		cfg = cfg.WithFSConfig(fsc)
+	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -289,7 +331,11 @@ func (inst *instance) close() {
 func (m *Module) logGates() {
 	m.log.Info(fmt.Sprintf("module %s: network gate active — allow: %s", m.id, m.allow))
 	m.log.Info(fmt.Sprintf("module %s: subprocess gate CLOSED", m.id))
-	m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — allow: (none)", m.id))
+	if m.fs != nil {
+		m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — %s", m.id, m.fs))
+	} else {
+		m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — allow: (none)", m.id))
+	}
 }
 
 // enter registers a call; it reports false once the module is retiring (the
@@ -334,10 +380,11 @@ func (m *Module) close(ctx context.Context) {
 	for _, inst := range m.pool.drain() {
 		inst.close()
 	}
-	if m.net != nil {
-		m.net.Close()
-	}
+	m.net.Close()
 	m.rt.Close(context.WithoutCancel(ctx))
+	if m.fs != nil {
+		m.fs.Close()
+	}
 	select {
 	case <-m.done:
 	default:
@@ -417,6 +464,24 @@ func (w *tailWriter) tail() string {
 }
 
 func (w *tailWriter) resetCall() {}
+
+// expandHome turns "~/x" globs into absolute ones under home.
+func expandHome(globs []string, home string) ([]string, error) {
+	out := make([]string, 0, len(globs))
+	for _, g := range globs {
+		if rest, ok := strings.CutPrefix(g, "~/"); ok {
+			if home == "" {
+				return nil, fmt.Errorf("%q: the station has no home directory to expand ~/ against", g)
+			}
+			g = filepath.ToSlash(filepath.Join(home, rest))
+			if strings.HasSuffix(rest, "/") {
+				g += "/"
+			}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
 
 // describeTrap turns a wazero error into one line a person can act on.
 func describeTrap(err error, stderr string) string {

@@ -1,8 +1,10 @@
 package station_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -48,6 +50,36 @@ type env struct {
 	ca                 *fixture.CA
 	stripe, groq, evil *fixture.Server
 	stripeMux, groqMux *http.ServeMux
+	logBuf             *syncBuffer
+}
+
+// syncBuffer is a bytes.Buffer safe for the station logger's concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// gateLog returns the station log lines about module id.
+func (e *env) gateLog(id string) string {
+	var out []string
+	for _, l := range strings.Split(e.logBuf.String(), "\n") {
+		if strings.Contains(l, "module "+id+":") {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
 }
 
 type envOpts struct {
@@ -82,7 +114,8 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err := os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(t)})
+	e.logBuf = &syncBuffer{}
+	st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(t), Logger: slog.New(slog.NewTextHandler(e.logBuf, nil))})
 	if err != nil {
 		t.Fatalf("open station: %v", err)
 	}
@@ -95,17 +128,21 @@ func newEnv(t *testing.T, o envOpts) *env {
 type moduleSpec struct {
 	id     string
 	allow  []string
-	limits string // YAML lines under limits:, e.g. "timeout: 1s"
+	limits string   // YAML lines under limits:, e.g. "timeout: 1s"
+	writes []string // filesystem_writes
+	extra  string   // more YAML lines under requires:
 }
 
 // install writes a module directory for wasm under spec and installs it.
-func (e *env) install(spec moduleSpec, wasm []byte) {
+func (e *env) install(spec moduleSpec, wasm []byte) { e.installWith(spec, wasm) }
+
+func (e *env) installWith(spec moduleSpec, wasm []byte) {
 	e.t.Helper()
 	dir := e.t.TempDir()
 	var m strings.Builder
 	fmt.Fprintf(&m, "id: %s\nversion: \"1.0.0\"\ndescription: test module\nwasm: module.wasm\n", spec.id)
 	fmt.Fprintf(&m, "commands:\n  - name: %s\n    description: run probe actions\n", probe.Command)
-	fmt.Fprintf(&m, "requires:\n  network:\n    allow: [%s]\n  subprocess: false\n  filesystem_writes: []\n", quoteAll(spec.allow))
+	fmt.Fprintf(&m, "requires:\n  network:\n    allow: [%s]\n  subprocess: false\n  filesystem_writes: [%s]\n%s", quoteAll(spec.allow), quoteAll(spec.writes), spec.extra)
 	if spec.limits != "" {
 		fmt.Fprintf(&m, "limits:\n")
 		for _, l := range strings.Split(spec.limits, "\n") {

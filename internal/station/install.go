@@ -26,11 +26,12 @@ type Permissions struct {
 	Network          []string `json:"network"`
 	Subprocess       any      `json:"subprocess"`
 	FilesystemWrites []string `json:"filesystem_writes"`
+	FilesystemReads  []string `json:"filesystem_reads,omitempty"`
 }
 
 // PermissionsOf returns the permissions a manifest asks for.
 func PermissionsOf(m *manifest.Manifest) Permissions {
-	p := Permissions{Network: nonNil(m.Requires.Network.Allow), FilesystemWrites: nonNil(m.Requires.FilesystemWrites), Subprocess: false}
+	p := Permissions{Network: nonNil(m.Requires.Network.Allow), FilesystemWrites: nonNil(m.Requires.FilesystemWrites), FilesystemReads: m.Requires.FilesystemReads, Subprocess: false}
 	switch {
 	case m.Requires.Subprocess.Any:
 		p.Subprocess = true
@@ -79,7 +80,10 @@ func (p Permissions) Describe() []string {
 		lines = append(lines, "may not write files")
 	}
 	for _, g := range p.FilesystemWrites {
-		lines = append(lines, "may write "+g)
+		lines = append(lines, "may create, change and delete "+g)
+	}
+	for _, g := range p.FilesystemReads {
+		lines = append(lines, "may read "+g)
 	}
 	return lines
 }

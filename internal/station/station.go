@@ -107,6 +107,12 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	if hopts.Cache == nil {
 		hopts.CacheDir = filepath.Join(home, "cache", "wazero")
 	}
+	// No module may mount or write the station's own home: store, module
+	// packages, configuration and caches.
+	if abs, err := filepath.Abs(home); err == nil {
+		hopts.Protected = append(hopts.Protected, abs)
+	}
+	hopts.HomeDir, _ = os.UserHomeDir()
 	h, err := host.New(hopts)
 	if err != nil {
 		aw.Close(ctx)
