@@ -1,6 +1,9 @@
 package execgate
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+)
 
 // baseEnv names the variables the station sets for every child. A manifest
 // cannot declare them.
@@ -32,6 +35,19 @@ var (
 )
 
 func words(s string) []string { return strings.Fields(s) }
+
+// CheckEnv reports whether a manifest may declare the variable name in
+// `subprocess.env`. New applies the same check, so install can refuse,
+// with the manifest's file and line, what linking would.
+func CheckEnv(name string) error {
+	if !validEnvName(name) {
+		return fmt.Errorf("%q is not a variable name (letters, digits and _, not starting with a digit, at most 128 bytes)", name)
+	}
+	if why := envRefusal(name); why != "" {
+		return fmt.Errorf("%s %s", name, why)
+	}
+	return nil
+}
 
 // envRefusal says why a variable may never be declared or passed, or returns
 // "" if it may be.

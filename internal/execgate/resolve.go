@@ -232,7 +232,10 @@ func (s *settings) vet(entry, found, real string, fi os.FileInfo, digest string,
 		return fmt.Errorf("%s resolves to %s, %s%s", found, real, kind, unless)
 	}
 	if what := known.match(fi, digest); what != "" {
-		return fmt.Errorf("%s (%s) is %s%s", found, real, what, unless)
+		if found != real {
+			found += " (" + real + ")"
+		}
+		return fmt.Errorf("%s is %s%s", found, what, unless)
 	}
 	return nil
 }
@@ -240,8 +243,9 @@ func (s *settings) vet(entry, found, real string, fi os.FileInfo, digest string,
 // openProgram opens a resolved program for digesting and checks that it is
 // an executable regular file. The final component must not be a symlink:
 // real paths have none, so one appearing there means the file was replaced.
+// O_NONBLOCK keeps a FIFO in its place from blocking the open.
 func openProgram(real string) (*os.File, os.FileInfo, error) {
-	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW, 0)
+	f, err := os.OpenFile(real, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -402,6 +406,20 @@ func (s *settings) knownPrograms() *knownSet {
 		}
 	}
 	return k
+}
+
+// sizeMatches reports whether any known file has fi's size, so a
+// candidate's digest is worth computing.
+func (k *knownSet) sizeMatches(fi os.FileInfo) bool {
+	if k == nil {
+		return false
+	}
+	for i := range k.files {
+		if k.files[i].fi.Size() == fi.Size() {
+			return true
+		}
+	}
+	return false
 }
 
 // match describes the known program that fi (a file whose content has

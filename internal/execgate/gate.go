@@ -1,0 +1,682 @@
+package execgate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// Errors a request can fail with besides a *sandbox.Violation. Test with
+// errors.Is.
+var (
+	// ErrInvalid marks a malformed request: no argv, a NUL byte in an
+	// argument, a variable name that is not a name, a relative directory.
+	ErrInvalid = errors.New("invalid request")
+	// ErrTooLarge marks a request beyond a limit (MaxArgs, MaxArgBytes,
+	// MaxEnv, MaxStdin).
+	ErrTooLarge = errors.New("size limit exceeded")
+)
+
+// Limits.
+const (
+	// DefaultMaxOutput bounds stdout and stderr, each, when
+	// Options.MaxOutput is zero.
+	DefaultMaxOutput = 1 << 20
+	// MaxOutputLimit is the largest Options.MaxOutput New accepts.
+	MaxOutputLimit = 64 << 20
+	// MaxStdin bounds the bytes a request feeds to the program.
+	MaxStdin = 1 << 20
+	// MaxArgs bounds the number of arguments, argv[0] included.
+	MaxArgs = 1024
+	// MaxArgBytes bounds the arguments and the request's variables
+	// together (names, values and one byte per string for its terminator).
+	MaxArgBytes = 256 << 10
+	// MaxEnv bounds the number of variables a request may pass.
+	MaxEnv = 64
+	// waitDelay bounds how long Run waits for the output pipes once the
+	// program has exited or the call's context has ended (a descendant that
+	// escaped the kill may hold them open).
+	waitDelay = 500 * time.Millisecond
+)
+
+// Options configures a gate. Everything in it is bound when New returns and
+// stays fixed for the gate's life.
+type Options struct {
+	// Module is the id of the module the gate serves; every decision and
+	// violation names it.
+	Module string
+	// Programs are the module's allow entries as Resolve returned them at
+	// install. argv[0] of a request must be one of their names.
+	Programs []Program
+	// Any is `subprocess: true`: any program on the operator's search path
+	// may run. It needs Operator.GrantAny.
+	Any bool
+	// Env names the variables the manifest declares; a request may pass
+	// only these. Names the station sets (PATH, HOME, LANG, TMPDIR) and
+	// names that change how programs load or run (LD_*, PYTHON*,
+	// GIT_SSH*, ...) cannot be declared.
+	Env []string
+	// WorkDirs are the module's writable mounts. A request's working
+	// directory must be inside one of them; children may write only there
+	// (where the platform can enforce it) and in a scratch directory the
+	// gate creates for each call.
+	WorkDirs []string
+	// Operator holds the operator's settings.
+	Operator Operator
+	// Recorder receives every decision, allowed and denied; nil discards
+	// them. The command name comes from sandbox.CommandFrom(ctx).
+	Recorder sandbox.Recorder
+	// MaxOutput bounds stdout and stderr, each; 0 means DefaultMaxOutput.
+	MaxOutput int64
+}
+
+// Gate starts programs for one module. It is safe for concurrent use.
+type Gate struct {
+	module    string
+	programs  map[string]Program
+	order     []string // program names in manifest order
+	any       bool
+	env       map[string]bool
+	envNames  []string
+	workDirs  []string // resolved
+	set       *settings
+	known     *knownSet // for Any: what must not run under another name
+	rec       sandbox.Recorder
+	maxOutput int64
+	conf      confinement
+
+	// started, when set (by tests), is called with the child's pid right
+	// after it started.
+	started func(pid int)
+}
+
+// New binds o into a gate. It checks the stored programs against the
+// operator's current settings (a program the operator no longer grants, or
+// that now lies in an excluded tree, is refused) and finds out how children
+// can be confined on this platform. If they cannot be cut off from the
+// network, New fails unless Operator.AllowNetwork is set.
+func New(o Options) (*Gate, error) {
+	if o.Module == "" {
+		return nil, errors.New("execgate: a module id is required")
+	}
+	fail := func(format string, args ...any) (*Gate, error) {
+		return nil, fmt.Errorf("execgate: module %s: "+format, append([]any{o.Module}, args...)...)
+	}
+	if len(o.Programs) == 0 && !o.Any {
+		return fail("no programs granted (a module without subprocess gets no gate)")
+	}
+	if o.Any && !o.Operator.GrantAny {
+		return fail("subprocess: true needs the operator's grant")
+	}
+	if len(o.Programs) > maxPrograms {
+		return fail("%d programs exceed %d", len(o.Programs), maxPrograms)
+	}
+	var workDirs []string
+	for _, d := range o.WorkDirs {
+		if !filepath.IsAbs(d) || strings.IndexByte(d, 0) >= 0 {
+			return fail("work dir %q: want an absolute path", d)
+		}
+		r, err := filepath.EvalSymlinks(filepath.Clean(d))
+		if err != nil {
+			return fail("work dir %s: %v", d, err)
+		}
+		if fi, err := os.Stat(r); err != nil || !fi.IsDir() {
+			return fail("work dir %s is not a directory", d)
+		}
+		workDirs = appendUnique(workDirs, r)
+	}
+	// Work dirs are module-writable: nothing inside them may run, whether
+	// or not the operator listed them.
+	op := o.Operator
+	op.Excluded = append(slices.Clone(op.Excluded), workDirs...)
+	set, err := op.settings()
+	if err != nil {
+		return fail("subprocess settings: %v", err)
+	}
+	g := &Gate{
+		module:    o.Module,
+		programs:  map[string]Program{},
+		any:       o.Any,
+		env:       map[string]bool{},
+		workDirs:  workDirs,
+		set:       set,
+		rec:       o.Recorder,
+		maxOutput: o.MaxOutput,
+	}
+	if g.rec == nil {
+		g.rec = sandbox.Discard
+	}
+	switch {
+	case g.maxOutput == 0:
+		g.maxOutput = DefaultMaxOutput
+	case g.maxOutput < 0 || g.maxOutput > MaxOutputLimit:
+		return fail("MaxOutput %d is outside 1..%d", g.maxOutput, MaxOutputLimit)
+	}
+	station := stationBinary()
+	var programDirs []string
+	for _, p := range o.Programs {
+		if err := g.checkProgram(p, station); err != nil {
+			return fail("program %q: %v", p.Name, err)
+		}
+		g.programs[p.Name] = p
+		g.order = append(g.order, p.Name)
+		programDirs = appendUnique(programDirs, filepath.Dir(p.Path))
+	}
+	for _, n := range o.Env {
+		if err := CheckEnv(n); err != nil {
+			return fail("env %v", err)
+		}
+		if g.env[n] {
+			return fail("env %s: declared twice", n)
+		}
+		g.env[n] = true
+		g.envNames = append(g.envNames, n)
+	}
+	if o.Any {
+		g.known = set.knownPrograms()
+	}
+	g.conf = newConfinement(set, g.workDirs, programDirs)
+	if !g.conf.isolated() && !set.network {
+		return fail("children cannot be cut off from the network on this platform (%s); the operator must allow them the host network explicitly", g.conf.unavailable())
+	}
+	return g, nil
+}
+
+// checkProgram re-checks a stored program against the current settings.
+func (g *Gate) checkProgram(p Program, station string) error {
+	if err := checkEntry(p.Name); err != nil {
+		return err
+	}
+	if _, dup := g.programs[p.Name]; dup {
+		return errors.New("listed twice")
+	}
+	if !filepath.IsAbs(p.Path) || filepath.Clean(p.Path) != p.Path || strings.IndexByte(p.Path, 0) >= 0 {
+		return fmt.Errorf("path %q is not absolute and clean", p.Path)
+	}
+	if !validDigest(p.Digest) {
+		return fmt.Errorf("digest %q is not sha256:<64 hex digits>", p.Digest)
+	}
+	if root, ok := g.set.inExcluded(p.Path, realish(p.Path)); ok {
+		return fmt.Errorf("%s is inside the excluded tree %s", p.Path, root)
+	}
+	if g.set.grants[p.Name] {
+		return nil
+	}
+	for _, n := range []string{filepath.Base(p.Name), filepath.Base(p.Path)} {
+		if kind := programKind(n); kind != "" {
+			return fmt.Errorf("%s is %s and the operator does not grant it", n, kind)
+		}
+	}
+	if station != "" && p.Path == station {
+		return errors.New("is the station binary and the operator does not grant it")
+	}
+	return nil
+}
+
+// stationBinary is the resolved path of the running executable, or "".
+func stationBinary() string {
+	exe, err := os.Executable()
+	if err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(exe); err == nil {
+		return r
+	}
+	return exe
+}
+
+// String describes what the gate allows, for the station's log line
+// "subprocess gate active — allow: git, pandoc".
+func (g *Gate) String() string {
+	var parts []string
+	if len(g.order) > 0 {
+		parts = append(parts, "allow: "+strings.Join(g.order, ", "))
+	}
+	if g.any {
+		parts = append(parts, "any program on "+g.set.path()+" (operator grant)")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Isolated reports whether children run without network access (in a
+// network namespace of their own, with nothing but a loopback interface
+// that is down). It is false only when the platform cannot do that and the
+// operator set AllowNetwork; the host should log it.
+func (g *Gate) Isolated() bool { return g.conf.isolated() }
+
+// Confinement describes, for the log, everything that confines children on
+// this platform: namespaces, privileges and filesystem rules.
+func (g *Gate) Confinement() string { return g.conf.String() }
+
+// call is a request that passed every check, ready to run.
+type call struct {
+	name   string
+	path   string
+	digest string // "" in Any mode: resolved at run time, nothing pinned
+	argv   []string
+	env    map[string]string
+	dir    string   // resolved working directory, "" for the scratch dir
+	dirFD  *os.File // dir opened beneath its work dir, closed after start
+	stdin  []byte
+	target string
+}
+
+// Run runs one request under the gate and waits for it. ctx carries the
+// call's deadline: when it ends, the program and everything it started are
+// killed and Run returns an error wrapping ctx.Err().
+//
+// A request the policy refuses returns a *sandbox.Violation (capability
+// sandbox.Subprocess): a program not in the allowlist, a variable that is
+// not declared or may never be passed, a directory outside the module's
+// work dirs, a program that changed since install. A malformed request wraps
+// ErrInvalid, one over a limit ErrTooLarge. A program that ran and exited
+// non-zero is a success. Every decision is recorded.
+func (g *Gate) Run(ctx context.Context, req *abi.ProcessRequest) (*abi.ProcessResponse, error) {
+	c, err := g.check(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if c.dirFD != nil {
+		defer c.dirFD.Close()
+	}
+	g.rec.Record(sandbox.Decision{
+		Time:       time.Now(),
+		Module:     g.module,
+		Command:    sandbox.CommandFrom(ctx),
+		Capability: sandbox.Subprocess,
+		Target:     c.target,
+		Allowed:    true,
+		Reason:     g.allowReason(c),
+	})
+	return g.run(ctx, c)
+}
+
+func (g *Gate) allowReason(c *call) string {
+	if c.digest == "" {
+		return "subprocess: true (operator grant); found on " + g.set.path()
+	}
+	return "is in its subprocess allowlist (" + strings.Join(g.order, ", ") + ")"
+}
+
+// check validates req and decides it. Refusals are recorded here.
+func (g *Gate) check(ctx context.Context, req *abi.ProcessRequest) (*call, error) {
+	if err := checkShape(req); err != nil {
+		what := "(no request)"
+		switch {
+		case req == nil:
+		case len(req.Argv) == 0 || req.Argv[0] == "":
+			what = "(no program)"
+		default:
+			what = req.Argv[0]
+		}
+		v := sandbox.Deny(g.module, sandbox.Subprocess, what, err.Error())
+		g.rec.Record(v.Decision(sandbox.CommandFrom(ctx)))
+		return nil, err
+	}
+	name := req.Argv[0]
+	c := &call{name: name, argv: req.Argv, env: req.Env, stdin: req.Stdin}
+	if p, ok := g.programs[name]; ok {
+		c.path, c.digest = p.Path, p.Digest
+	} else if g.any {
+		path, reason := g.findAny(name)
+		if reason != "" {
+			return nil, g.deny(ctx, name, reason)
+		}
+		c.path = path
+	} else {
+		return nil, g.deny(ctx, name, "is not in its subprocess allowlist ("+strings.Join(g.order, ", ")+")")
+	}
+	c.target = sandbox.Sanitize(fmt.Sprintf("%s (%s) argc=%d", name, c.path, len(req.Argv)))
+
+	keys := make([]string, 0, len(req.Env))
+	for k := range req.Env {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if why := envRefusal(k); why != "" {
+			return nil, g.deny(ctx, name+": env "+k, why)
+		}
+		if !g.env[k] {
+			return nil, g.deny(ctx, name+": env "+k, "is not declared in its subprocess env ("+listOrNone(g.envNames)+")")
+		}
+	}
+
+	if req.Dir != "" {
+		if err := g.openDir(ctx, c, req.Dir); err != nil {
+			return nil, err
+		}
+	}
+
+	if c.digest != "" {
+		if reason := verify(c.path, c.digest); reason != "" {
+			if c.dirFD != nil {
+				c.dirFD.Close()
+			}
+			return nil, g.deny(ctx, name+" ("+c.path+")", reason)
+		}
+	}
+	return c, nil
+}
+
+// checkShape refuses malformed and oversized requests.
+func checkShape(req *abi.ProcessRequest) error {
+	if req == nil {
+		return fmt.Errorf("%w: no request", ErrInvalid)
+	}
+	if len(req.Argv) == 0 || req.Argv[0] == "" {
+		return fmt.Errorf("%w: argv is empty", ErrInvalid)
+	}
+	if len(req.Argv) > MaxArgs {
+		return fmt.Errorf("%w: %d arguments exceed %d", ErrTooLarge, len(req.Argv), MaxArgs)
+	}
+	if len(req.Env) > MaxEnv {
+		return fmt.Errorf("%w: %d variables exceed %d", ErrTooLarge, len(req.Env), MaxEnv)
+	}
+	if len(req.Stdin) > MaxStdin {
+		return fmt.Errorf("%w: stdin of %d bytes exceeds %d", ErrTooLarge, len(req.Stdin), MaxStdin)
+	}
+	size := 0
+	for i, a := range req.Argv {
+		size += len(a) + 1
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("%w: argument %d contains a NUL byte", ErrInvalid, i)
+		}
+	}
+	for k, v := range req.Env {
+		size += len(k) + len(v) + 2
+		if !validEnvName(k) {
+			return fmt.Errorf("%w: %q is not a variable name", ErrInvalid, sandbox.SanitizeLimit(k, 64))
+		}
+		if strings.IndexByte(v, 0) >= 0 {
+			return fmt.Errorf("%w: variable %s contains a NUL byte", ErrInvalid, sandbox.SanitizeLimit(k, 64))
+		}
+	}
+	if size > MaxArgBytes {
+		return fmt.Errorf("%w: arguments and variables of %d bytes exceed %d", ErrTooLarge, size, MaxArgBytes)
+	}
+	if d := req.Dir; d != "" {
+		if len(d) > maxPathLen || strings.IndexByte(d, 0) >= 0 || !filepath.IsAbs(d) || filepath.Clean(d) != d {
+			return fmt.Errorf("%w: dir must be an absolute, clean path", ErrInvalid)
+		}
+	}
+	return nil
+}
+
+// findAny resolves name on the search path for `subprocess: true`, with the
+// same refusals as Resolve. It returns the path, or a denial reason.
+func (g *Gate) findAny(name string) (string, string) {
+	if !validName(name) {
+		return "", "is not a bare program name; with subprocess: true argv[0] names a program on the search path (" + g.set.path() + ")"
+	}
+	found, real, err := g.set.find(name)
+	if err != nil {
+		return "", err.Error()
+	}
+	f, fi, err := openProgram(real)
+	if err != nil {
+		return "", "cannot be run: " + err.Error()
+	}
+	defer f.Close()
+	digest := ""
+	if g.known.sizeMatches(fi) {
+		if digest, err = digestOf(f); err != nil {
+			return "", "cannot be read: " + err.Error()
+		}
+	}
+	if err := g.set.vet(name, found, real, fi, digest, g.known); err != nil {
+		return "", err.Error()
+	}
+	return real, ""
+}
+
+// openDir checks that dir is inside a work dir and opens it beneath that
+// work dir, so that the child starts in the directory that was checked even
+// if a path component is swapped for a symlink in between.
+func (g *Gate) openDir(ctx context.Context, c *call, dir string) error {
+	target := c.name + ": dir " + dir
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		if !g.insideWorkDir(realish(dir)) {
+			return g.deny(ctx, target, g.outsideReason())
+		}
+		err = fmt.Errorf("%w: dir %s: %v", ErrInvalid, sandbox.Sanitize(dir), cause(err))
+		g.rec.Record(sandbox.Deny(g.module, sandbox.Subprocess, target, err.Error()).Decision(sandbox.CommandFrom(ctx)))
+		return err
+	}
+	for _, wd := range g.workDirs {
+		if !within(real, wd) {
+			continue
+		}
+		root, err := os.OpenRoot(wd)
+		if err != nil {
+			return fmt.Errorf("open work dir %s: %w", wd, err)
+		}
+		rel := "."
+		if real != wd {
+			rel = real[len(wd)+1:]
+		}
+		// O_DIRECTORY: a FIFO planted at the path fails instead of
+		// blocking the open.
+		f, err := root.OpenFile(rel, os.O_RDONLY|syscall.O_DIRECTORY, 0)
+		root.Close()
+		if err == nil {
+			var fi os.FileInfo
+			if fi, err = f.Stat(); err == nil && !fi.IsDir() {
+				err = errors.New("not a directory")
+			}
+			if err != nil {
+				f.Close()
+			}
+		}
+		if err != nil {
+			err = fmt.Errorf("%w: dir %s: %v", ErrInvalid, sandbox.Sanitize(dir), cause(err))
+			g.rec.Record(sandbox.Deny(g.module, sandbox.Subprocess, target, err.Error()).Decision(sandbox.CommandFrom(ctx)))
+			return err
+		}
+		c.dir, c.dirFD = real, f
+		return nil
+	}
+	return g.deny(ctx, target, g.outsideReason())
+}
+
+// cause drops the path an *fs.PathError repeats.
+func cause(err error) error {
+	if u := errors.Unwrap(err); u != nil {
+		return u
+	}
+	return err
+}
+
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
+}
+
+func (g *Gate) insideWorkDir(p string) bool {
+	for _, wd := range g.workDirs {
+		if within(p, wd) {
+			return true
+		}
+	}
+	return false
+}
+
+func (g *Gate) outsideReason() string {
+	if len(g.workDirs) == 0 {
+		return "is not allowed: the module has no writable mounts, so programs run in a scratch directory"
+	}
+	return "is outside the module's work directories (" + strings.Join(g.workDirs, ", ") + ")"
+}
+
+// verify re-digests a pinned program and returns a denial reason if it is no
+// longer the file approved at install.
+func verify(path, want string) string {
+	f, _, err := openProgram(path)
+	if err != nil {
+		return "can no longer be run as installed (" + err.Error() + "); reinstall the module to approve it again"
+	}
+	defer f.Close()
+	got, err := digestOf(f)
+	if err != nil {
+		return "cannot be read to verify it: " + err.Error()
+	}
+	if got != want {
+		return "changed since install (" + short(want) + " at install, " + short(got) + " now); reinstall the module to approve it again"
+	}
+	return ""
+}
+
+func short(d string) string {
+	if len(d) > len("sha256:")+12 {
+		return d[:len("sha256:")+12] + "…"
+	}
+	return d
+}
+
+// deny records a denial and returns it as a violation.
+func (g *Gate) deny(ctx context.Context, target, reason string) *sandbox.Violation {
+	v := sandbox.Deny(g.module, sandbox.Subprocess, target, reason)
+	g.rec.Record(v.Decision(sandbox.CommandFrom(ctx)))
+	return v
+}
+
+// run starts the checked call and waits for it.
+func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
+	scratch, err := os.MkdirTemp("", "station-exec-")
+	if err != nil {
+		return nil, fmt.Errorf("run %s: scratch dir: %w", c.name, err)
+	}
+	defer os.RemoveAll(scratch)
+	home := c.dir
+	if home == "" {
+		home = scratch
+	}
+	env := []string{"PATH=" + g.set.path(), "LANG=C.UTF-8", "HOME=" + home, "TMPDIR=" + scratch}
+	for _, k := range g.envNames {
+		if v, ok := c.env[k]; ok {
+			env = append(env, k+"="+v)
+		}
+	}
+
+	stdout := &capped{max: g.maxOutput}
+	stderr := &capped{max: g.maxOutput}
+	cmd := exec.CommandContext(ctx, c.path)
+	cmd.Args = append([]string{c.name}, c.argv[1:]...)
+	cmd.Env = env
+	cmd.Dir = home
+	if c.dirFD != nil {
+		cmd.Dir = fdPath(c.dirFD, c.dir)
+	}
+	cmd.Stdin = bytes.NewReader(c.stdin)
+	cmd.Stdout = stdout
+	cmd.Stderr = stderr
+	cmd.SysProcAttr = g.conf.sysProcAttr()
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = waitDelay
+
+	rules, err := g.conf.prepare(scratch)
+	if err != nil {
+		return nil, fmt.Errorf("run %s: confine: %w", c.name, err)
+	}
+	done := make(chan error, 1)
+	go g.spawn(cmd, rules, done)
+	err = <-done
+	if cerr := ctx.Err(); cerr != nil {
+		return nil, fmt.Errorf("run %s: %w", c.name, cerr)
+	}
+	var exit *exec.ExitError
+	if err != nil && !errors.As(err, &exit) && !errors.Is(err, exec.ErrWaitDelay) {
+		return nil, fmt.Errorf("run %s: %w", c.name, err)
+	}
+	return &abi.ProcessResponse{
+		ExitCode:  cmd.ProcessState.ExitCode(),
+		Stdout:    stdout.buf,
+		Stderr:    stderr.buf,
+		Truncated: stdout.over || stderr.over,
+	}, nil
+}
+
+// spawn starts cmd on an OS thread of its own, confines that thread first
+// (see confinement.apply), waits for the child and kills its process group
+// before reaping it. The thread is never unlocked, so Go discards it when
+// spawn returns: nothing it carries reaches another goroutine. It stays
+// alive while the child runs, as Pdeathsig ties the child to it.
+func (g *Gate) spawn(cmd *exec.Cmd, rules *ruleset, done chan<- error) {
+	lockThread()
+	if err := g.conf.apply(rules); err != nil {
+		done <- fmt.Errorf("confine: %w", err)
+		return
+	}
+	if err := cmd.Start(); err != nil {
+		done <- err
+		return
+	}
+	pid := cmd.Process.Pid
+	if g.started != nil {
+		g.started(pid)
+	}
+	// Wait for the exit without reaping, so the process group id cannot
+	// be reused before the kill; then kill what is left of the group.
+	if waitExited(pid) {
+		killGroup(pid)
+		done <- cmd.Wait()
+		return
+	}
+	err := cmd.Wait()
+	killGroup(pid)
+	done <- err
+}
+
+// killGroup sends SIGKILL to the process group led by pid.
+func killGroup(pid int) error {
+	err := syscall.Kill(-pid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// capped keeps the first max bytes written to it and counts the rest as
+// discarded; it never blocks the writer.
+type capped struct {
+	buf  []byte
+	max  int64
+	over bool
+}
+
+func (c *capped) Write(p []byte) (int, error) {
+	room := c.max - int64(len(c.buf))
+	if int64(len(p)) > room {
+		c.buf = append(c.buf, p[:room]...)
+		c.over = true
+		return len(p), nil
+	}
+	c.buf = append(c.buf, p...)
+	return len(p), nil
+}
+
+// fdPath names an open directory for the child's chdir: /proc/self/fd/N
+// where /proc is available (the child inherits the descriptor until exec),
+// else the checked path.
+func fdPath(f *os.File, fallback string) string {
+	p := "/proc/self/fd/" + strconv.Itoa(int(f.Fd()))
+	if _, err := os.Stat(p); err != nil {
+		return fallback
+	}
+	return p
+}
