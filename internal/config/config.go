@@ -34,6 +34,8 @@ type Config struct {
 	Network Network
 	// Limits are the defaults and maxima of module limits.
 	Limits Limits
+	// Subprocess holds the operator's subprocess settings.
+	Subprocess Subprocess
 	// File is the path the configuration was read from, or "" when there
 	// was no file and Config holds the defaults.
 	File string
@@ -51,6 +53,22 @@ type Network struct {
 	// (loopback, private, link-local, ...) that the operator grants to
 	// every module.
 	AllowPrivate []netip.Prefix
+}
+
+// Subprocess holds the operator's settings for modules that start programs.
+type Subprocess struct {
+	// SearchPath is the fixed PATH programs are resolved from at install
+	// (default /usr/local/bin, /usr/bin, /bin).
+	SearchPath []string
+	// GrantAny accepts manifests with "subprocess: true": any program, run
+	// outside the module's network and filesystem limits.
+	GrantAny bool
+	// GrantPrograms are interpreters and shells the operator allows modules
+	// to start by name (they are refused otherwise).
+	GrantPrograms []string
+	// AllowNetwork lets children run with the host's network when the
+	// platform cannot give them their own network namespace.
+	AllowNetwork bool
 }
 
 // Resolve is one resolve override: a module request to Host:Port connects to

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/netip"
+	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
@@ -122,6 +123,7 @@ func (d *decoder) decode(data []byte) *Config {
 	d.mapping(doc.Content[0], "", []field{
 		{"network", func(v *yaml.Node) { d.network(v, &c.Network) }},
 		{"limits", func(v *yaml.Node) { d.limits(v, &c.Limits) }},
+		{"subprocess", func(v *yaml.Node) { d.subprocess(v, &c.Subprocess) }},
 	})
 	d.checkLimits(&c.Limits)
 	sort.SliceStable(d.errs, func(i, j int) bool {
@@ -295,6 +297,30 @@ func (d *decoder) list(n *yaml.Node, path string, each func(e *yaml.Node, s stri
 			each(e, s)
 		}
 	}
+}
+
+func (d *decoder) subprocess(n *yaml.Node, sp *Subprocess) {
+	boolean := func(v *yaml.Node, path string, out *bool) {
+		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(out) != nil {
+			d.typeError(v, path, "true or false")
+		}
+	}
+	d.mapping(n, "subprocess", []field{
+		{"search_path", func(v *yaml.Node) {
+			d.list(v, "subprocess.search_path", func(e *yaml.Node, s string) {
+				if !filepath.IsAbs(s) || filepath.Clean(s) != s {
+					d.add(e, "subprocess.search_path", s, "must be a clean absolute directory")
+					return
+				}
+				sp.SearchPath = append(sp.SearchPath, s)
+			})
+		}},
+		{"grant_any", func(v *yaml.Node) { boolean(v, "subprocess.grant_any", &sp.GrantAny) }},
+		{"grant_programs", func(v *yaml.Node) {
+			d.list(v, "subprocess.grant_programs", func(e *yaml.Node, s string) { sp.GrantPrograms = append(sp.GrantPrograms, s) })
+		}},
+		{"allow_network", func(v *yaml.Node) { boolean(v, "subprocess.allow_network", &sp.AllowNetwork) }},
+	})
 }
 
 func (d *decoder) network(n *yaml.Node, net *Network) {

@@ -26,6 +26,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
+	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/manifest"
@@ -85,6 +86,16 @@ type Options struct {
 	// FilesystemQuota bounds the bytes each module's files may grow by
 	// (0: the filesystem gate's default).
 	FilesystemQuota int64
+	// Exec holds the operator's subprocess settings. Protected directories
+	// and every write root of the module are added to Exec.Excluded.
+	Exec execgate.Operator
+}
+
+// Grants are what an install approved beyond the manifest itself.
+type Grants struct {
+	// Programs are the programs resolved (and hashed) at install for
+	// requires.subprocess.allow, in manifest order.
+	Programs []execgate.Program
 }
 
 // Limits bound a module's resources.
@@ -155,7 +166,12 @@ func Digest(wasm []byte) string {
 // returns use the new module (and its policy); calls in flight finish on the
 // old one, which is then closed.
 func (h *Host) Load(ctx context.Context, m *manifest.Manifest, wasm []byte) (*Module, error) {
-	mod, err := h.newModule(ctx, m, wasm)
+	return h.LoadGranted(ctx, m, wasm, Grants{})
+}
+
+// LoadGranted is Load for a module whose install approved grants.
+func (h *Host) LoadGranted(ctx context.Context, m *manifest.Manifest, wasm []byte, g Grants) (*Module, error) {
+	mod, err := h.newModule(ctx, m, wasm, g)
 	if err != nil {
 		return nil, fmt.Errorf("load %s@%s: %w", m.ID, m.Version, err)
 	}
@@ -310,8 +326,8 @@ func pick[T comparable](vals ...T) T {
 // Check verifies that wasm can run as the module m describes — it compiles,
 // speaks the station's ABI, imports only what m grants, and starts — without
 // loading it.
-func (h *Host) Check(ctx context.Context, m *manifest.Manifest, wasm []byte) error {
-	mod, err := h.newModule(ctx, m, wasm)
+func (h *Host) Check(ctx context.Context, m *manifest.Manifest, wasm []byte, g Grants) error {
+	mod, err := h.newModule(ctx, m, wasm, g)
 	if err != nil {
 		return err
 	}

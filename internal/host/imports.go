@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
 )
@@ -38,6 +39,9 @@ func (m *Module) offered() map[string]bool {
 		abi.ImportLog:         true,
 		abi.ImportHTTPRequest: true,
 	}
+	if m.exec != nil {
+		o[abi.ImportProcessRun] = true
+	}
 	return o
 }
 
@@ -54,6 +58,9 @@ func (m *Module) link(ctx context.Context) error {
 	fn(abi.ImportOutputSet, m.outputSet, []api.ValueType{i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportLog, m.logLine, []api.ValueType{i32, i32, i32}, []api.ValueType{i32})
 	fn(abi.ImportHTTPRequest, m.httpRequest, []api.ValueType{i32, i32}, []api.ValueType{i64})
+	if m.exec != nil {
+		fn(abi.ImportProcessRun, m.processRun, []api.ValueType{i32, i32}, []api.ValueType{i64})
+	}
 	_, err := b.Instantiate(ctx)
 	return err
 }
@@ -251,6 +258,52 @@ func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64
 	stack[0] = abi.Pack(abi.StatusOK, h)
 }
 
+// process_run(ptr i32, len i32) -> i64, linked only when subprocess is granted.
+func (m *Module) processRun(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := uint32(stack[0]), uint32(stack[1])
+	inst := m.active(ctx, mod)
+	if inst == nil {
+		stack[0] = abi.Pack(abi.StatusUnavailable, 0)
+		return
+	}
+	st := &inst.st
+	if int64(n) > int64(m.limits.MaxArg) {
+		stack[0] = m.errResult(st, abi.StatusTooLarge, &abi.Error{Message: fmt.Sprintf("request document is %d bytes; the limit is %d", n, m.limits.MaxArg)})
+		return
+	}
+	raw, ok := inst.mem.Read(ptr, n)
+	if !ok {
+		m.fault(inst, abi.ImportProcessRun, ptr, n)
+		stack[0] = m.errResult(st, abi.StatusFault, &abi.Error{Message: "request pointer and length are outside guest memory"})
+		return
+	}
+	var req abi.ProcessRequest
+	if err := json.Unmarshal(raw, &req); err != nil {
+		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
+		return
+	}
+	resp, err := m.exec.Run(st.ctx, &req)
+	if err != nil {
+		stack[0] = m.errResult(st, statusOf(err), errorDoc(err))
+		var v *sandbox.Violation
+		if errors.As(err, &v) && st.violation == nil {
+			st.violation = v
+		}
+		return
+	}
+	doc, err := json.Marshal(resp)
+	if err != nil {
+		stack[0] = m.errResult(st, abi.StatusFailed, &abi.Error{Message: "encode response: " + err.Error()})
+		return
+	}
+	h := st.newBuf(doc)
+	if h == 0 {
+		stack[0] = abi.Pack(abi.StatusTooLarge, 0)
+		return
+	}
+	stack[0] = abi.Pack(abi.StatusOK, h)
+}
+
 // errResult stores an Error document and packs the result. If the buffer
 // table is full the guest still learns the status.
 func (m *Module) errResult(st *callState, s abi.Status, e *abi.Error) uint64 {
@@ -264,11 +317,11 @@ func statusOf(err error) abi.Status {
 	switch {
 	case errors.As(err, &v):
 		return abi.StatusDenied
-	case errors.Is(err, netgate.ErrInvalid):
+	case errors.Is(err, netgate.ErrInvalid), errors.Is(err, execgate.ErrInvalid):
 		return abi.StatusInvalid
-	case errors.Is(err, netgate.ErrTooLarge):
+	case errors.Is(err, netgate.ErrTooLarge), errors.Is(err, execgate.ErrTooLarge):
 		return abi.StatusTooLarge
-	case errors.Is(err, context.DeadlineExceeded):
+	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		return abi.StatusTimeout
 	}
 	return abi.StatusFailed

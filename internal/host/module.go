@@ -21,6 +21,7 @@ import (
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
@@ -43,7 +44,8 @@ type Module struct {
 	// in this release) has no imports linked at all.
 	net   *netgate.Gate
 	allow *netgate.Allowlist
-	fs    *fsgate.Gate // nil: nothing is mounted
+	fs    *fsgate.Gate   // nil: nothing is mounted
+	exec  *execgate.Gate // nil: no process_run import is linked
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -69,10 +71,7 @@ func (m *Module) Digest() string { return m.digest }
 // Limits returns the module's resolved limits.
 func (m *Module) Limits() Limits { return m.limits }
 
-func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byte) (*Module, error) {
-	if len(man.Requires.Subprocess.Allow) > 0 || man.Requires.Subprocess.Any {
-		return nil, errors.New("requires.subprocess: this station cannot grant subprocess yet; remove it from the manifest")
-	}
+func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byte, g Grants) (*Module, error) {
 	limits, err := h.resolveLimits(man.Limits)
 	if err != nil {
 		return nil, err
@@ -129,8 +128,35 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 			QuotaBytes: h.opts.FilesystemQuota,
 		})
 		if err != nil {
-			m.net.Close()
+			m.closeGates()
 			return nil, fmt.Errorf("filesystem gate: %w", err)
+		}
+	}
+
+	if sp := man.Requires.Subprocess; sp.Any || len(sp.Allow) > 0 {
+		if !sp.Any && len(g.Programs) != len(sp.Allow) {
+			m.closeGates()
+			return nil, errors.New("requires.subprocess: the programs were not resolved at install; reinstall the module")
+		}
+		var writeRoots []string
+		if m.fs != nil {
+			writeRoots = wholeTreeRoots(m.fs.WriteGlobs())
+		}
+		op := h.opts.Exec
+		op.Excluded = append(append(slices.Clone(op.Excluded), h.opts.Protected...), writeRoots...)
+		var err error
+		m.exec, err = execgate.New(execgate.Options{
+			Module:   man.ID,
+			Programs: g.Programs,
+			Any:      sp.Any,
+			Env:      sp.Env,
+			WorkDirs: writeRoots,
+			Operator: op,
+			Recorder: h.rec,
+		})
+		if err != nil {
+			m.closeGates()
+			return nil, fmt.Errorf("subprocess gate: %w", err)
 		}
 	}
 
@@ -146,10 +172,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	defer func() {
 		if !ok {
 			m.rt.Close(ctx)
-			m.net.Close()
-			if m.fs != nil {
-				m.fs.Close()
-			}
+			m.closeGates()
 		}
 	}()
 
@@ -236,7 +259,7 @@ func (m *Module) checkShape() error {
 
 func grantHint(name string) string {
 	switch name {
-	case "exec", "process_spawn", "spawn":
+	case "exec", "process_spawn", "spawn", abi.ImportProcessRun:
 		return " (subprocess is not granted)"
 	}
 	return ""
@@ -330,7 +353,14 @@ func (inst *instance) close() {
 // logGates writes what the module may do, as enforced, to the station log.
 func (m *Module) logGates() {
 	m.log.Info(fmt.Sprintf("module %s: network gate active — allow: %s", m.id, m.allow))
-	m.log.Info(fmt.Sprintf("module %s: subprocess gate CLOSED", m.id))
+	if m.exec != nil {
+		m.log.Info(fmt.Sprintf("module %s: subprocess gate active — %s (%s)", m.id, m.exec, m.exec.Confinement()))
+		if !m.exec.Isolated() {
+			m.log.Warn(fmt.Sprintf("module %s: programs it starts run WITH network access: this platform cannot isolate them and the operator allowed it", m.id))
+		}
+	} else {
+		m.log.Info(fmt.Sprintf("module %s: subprocess gate CLOSED", m.id))
+	}
 	if m.fs != nil {
 		m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — %s", m.id, m.fs))
 	} else {
@@ -380,11 +410,8 @@ func (m *Module) close(ctx context.Context) {
 	for _, inst := range m.pool.drain() {
 		inst.close()
 	}
-	m.net.Close()
 	m.rt.Close(context.WithoutCancel(ctx))
-	if m.fs != nil {
-		m.fs.Close()
-	}
+	m.closeGates()
 	select {
 	case <-m.done:
 	default:
@@ -464,6 +491,27 @@ func (w *tailWriter) tail() string {
 }
 
 func (w *tailWriter) resetCall() {}
+
+// closeGates releases the gates' resources.
+func (m *Module) closeGates() {
+	m.net.Close()
+	if m.fs != nil {
+		m.fs.Close()
+	}
+}
+
+// wholeTreeRoots returns the directories X of write globs "X/**" (X without
+// wildcards): the only directories a child process may work in, because a
+// child is confined per directory tree, not per glob (docs/subprocess.md).
+func wholeTreeRoots(globs []string) []string {
+	var roots []string
+	for _, g := range globs {
+		if x, ok := strings.CutSuffix(g, "/**"); ok && !strings.ContainsAny(x, "*?[{") {
+			roots = append(roots, x)
+		}
+	}
+	return roots
+}
 
 // expandHome turns "~/x" globs into absolute ones under home.
 func expandHome(globs []string, home string) ([]string, error) {

@@ -37,6 +37,10 @@ const (
 	// need no network compile it faster (its http actions fail without
 	// calling the station).
 	NoNetworkTag = "probe_no_network"
+	// ExecTag is the build tag of the probe variant that imports
+	// station.process_run (through sdk/sproc) for its exec action; it loads
+	// only into modules whose manifest grants subprocess.
+	ExecTag = "probe_exec"
 )
 
 // Sentinel values for Action.Args of a raw action with Data: the probe
@@ -75,6 +79,7 @@ const (
 	OpSymlink  = "symlink"  // To (the link's target), Path (the link)
 	OpLink     = "link"     // Path (existing), To (new name)
 	OpChtimes  = "chtimes"  // Path
+	OpExec     = "exec"     // Argv, ExecEnv, Data (stdin), Path (working directory); needs ExecTag
 )
 
 // Action is one step of a probe run. Op selects it; the other fields are
@@ -102,6 +107,8 @@ type Action struct {
 	Path    string              `json:"path,omitempty"`
 	To      string              `json:"to,omitempty"`
 	Code    int                 `json:"code,omitempty"`
+	Argv    []string            `json:"argv,omitempty"`
+	ExecEnv map[string]string   `json:"exec_env,omitempty"`
 }
 
 // Result is the outcome of one action.
@@ -134,6 +141,11 @@ type Result struct {
 	// env
 	Args []string `json:"args,omitempty"`
 	Env  []string `json:"env,omitempty"`
+
+	// exec
+	ExitCode *int   `json:"exit_code,omitempty"`
+	Stdout   string `json:"stdout,omitempty"`
+	Stderr   string `json:"stderr,omitempty"`
 }
 
 // Error describes a failed action. For a station host call it carries the
@@ -293,6 +305,16 @@ func Symlink(target, path string) Action { return Action{Op: OpSymlink, Path: pa
 
 // Link creates the hard link to for the existing file from.
 func Link(from, to string) Action { return Action{Op: OpLink, Path: from, To: to} }
+
+// Exec starts a program through process_run (argv[0] is the granted name);
+// the probe must be built with ExecTag.
+func Exec(argv ...string) Action { return Action{Op: OpExec, Argv: argv} }
+
+// WithEnv sets the variables an exec action passes.
+func (a Action) WithEnv(env map[string]string) Action { a.ExecEnv = env; return a }
+
+// InDir sets the working directory of an exec action.
+func (a Action) InDir(dir string) Action { a.Path = dir; return a }
 
 // Chtimes sets the access and modification times of path to the Unix epoch.
 func Chtimes(path string) Action { return Action{Op: OpChtimes, Path: path} }

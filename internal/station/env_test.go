@@ -131,6 +131,7 @@ type moduleSpec struct {
 	limits string   // YAML lines under limits:, e.g. "timeout: 1s"
 	writes []string // filesystem_writes
 	extra  string   // more YAML lines under requires:
+	subp   string   // the YAML value of requires.subprocess (default false)
 }
 
 // install writes a module directory for wasm under spec and installs it.
@@ -142,7 +143,10 @@ func (e *env) installWith(spec moduleSpec, wasm []byte) {
 	var m strings.Builder
 	fmt.Fprintf(&m, "id: %s\nversion: \"1.0.0\"\ndescription: test module\nwasm: module.wasm\n", spec.id)
 	fmt.Fprintf(&m, "commands:\n  - name: %s\n    description: run probe actions\n", probe.Command)
-	fmt.Fprintf(&m, "requires:\n  network:\n    allow: [%s]\n  subprocess: false\n  filesystem_writes: [%s]\n%s", quoteAll(spec.allow), quoteAll(spec.writes), spec.extra)
+	if spec.subp == "" {
+		spec.subp = "false"
+	}
+	fmt.Fprintf(&m, "requires:\n  network:\n    allow: [%s]\n  subprocess: %s\n  filesystem_writes: [%s]\n%s", quoteAll(spec.allow), spec.subp, quoteAll(spec.writes), spec.extra)
 	if spec.limits != "" {
 		fmt.Fprintf(&m, "limits:\n")
 		for _, l := range strings.Split(spec.limits, "\n") {
@@ -155,9 +159,29 @@ func (e *env) installWith(spec moduleSpec, wasm []byte) {
 	if err := os.WriteFile(filepath.Join(dir, "module.wasm"), wasm, 0o600); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.st.Install(context.Background(), dir, func(station.Plan) (bool, error) { return true, nil }); err != nil {
+	if err := e.tryInstall(dir); err != nil {
 		e.t.Fatalf("install %s: %v", spec.id, err)
 	}
+}
+
+func (e *env) tryInstall(dir string) error {
+	_, err := e.st.Install(context.Background(), dir, func(station.Plan) (bool, error) { return true, nil })
+	return err
+}
+
+// moduleDir writes a module directory for wasm under spec without
+// installing it.
+func (e *env) moduleDir(spec moduleSpec, wasm []byte) string {
+	e.t.Helper()
+	if spec.subp == "" {
+		spec.subp = "false"
+	}
+	dir := e.t.TempDir()
+	m := fmt.Sprintf("id: %s\nversion: \"1.0.0\"\nwasm: module.wasm\ncommands:\n  - name: %s\nrequires:\n  network:\n    allow: [%s]\n  subprocess: %s\n  filesystem_writes: [%s]\n%s",
+		spec.id, probe.Command, quoteAll(spec.allow), spec.subp, quoteAll(spec.writes), spec.extra)
+	os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(m), 0o600)
+	os.WriteFile(filepath.Join(dir, "module.wasm"), wasm, 0o600)
+	return dir
 }
 
 // probe runs the probe's actions in module id and decodes the results.

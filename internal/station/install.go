@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/store"
@@ -27,6 +28,11 @@ type Permissions struct {
 	Subprocess       any      `json:"subprocess"`
 	FilesystemWrites []string `json:"filesystem_writes"`
 	FilesystemReads  []string `json:"filesystem_reads,omitempty"`
+	// Programs are the programs resolved for subprocess.allow at install,
+	// with the paths and digests the operator approved.
+	Programs []execgate.Program `json:"programs,omitempty"`
+	// Env are the variables the module may pass to programs.
+	Env []string `json:"subprocess_env,omitempty"`
 }
 
 // PermissionsOf returns the permissions a manifest asks for.
@@ -38,6 +44,7 @@ func PermissionsOf(m *manifest.Manifest) Permissions {
 	case len(m.Requires.Subprocess.Allow) > 0:
 		p.Subprocess = map[string][]string{"allow": m.Requires.Subprocess.Allow}
 	}
+	p.Env = m.Requires.Subprocess.Env
 	return p
 }
 
@@ -69,12 +76,20 @@ func (p Permissions) Describe() []string {
 	switch s := p.Subprocess.(type) {
 	case bool:
 		if s {
-			lines = append(lines, "MAY START ANY PROGRAM, which runs outside the module's network and filesystem limits")
+			lines = append(lines, "MAY START ANY PROGRAM on the station's search path; children run without network, confined to the module's writable directories")
 		} else {
 			lines = append(lines, "may not start programs")
 		}
-	case map[string][]string:
-		lines = append(lines, "MAY START THESE PROGRAMS: "+strings.Join(s["allow"], ", "))
+	default:
+		if len(p.Programs) == 0 {
+			lines = append(lines, fmt.Sprintf("MAY START PROGRAMS: %v", s))
+		}
+		for _, prog := range p.Programs {
+			lines = append(lines, fmt.Sprintf("MAY START %s (%s, %s)", prog.Name, prog.Path, shortHash(prog.Digest)))
+		}
+		if len(p.Env) > 0 {
+			lines = append(lines, "may pass these environment variables to them: "+strings.Join(p.Env, ", "))
+		}
 	}
 	if len(p.FilesystemWrites) == 0 {
 		lines = append(lines, "may not write files")
@@ -86,6 +101,13 @@ func (p Permissions) Describe() []string {
 		lines = append(lines, "may read "+g)
 	}
 	return lines
+}
+
+func shortHash(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
 }
 
 // Plan is what an install will do, shown to the operator for approval.
@@ -127,7 +149,14 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	if prev, err := s.Store.Module(ctx, man.ID); err == nil {
 		plan.Replaces = &prev
 	}
-	if err := s.Host.Check(ctx, man, wasm); err != nil {
+	if sp := man.Requires.Subprocess; len(sp.Allow) > 0 {
+		progs, err := execgate.Resolve(sp.Allow, s.execOperator(ctx))
+		if err != nil {
+			return plan, fmt.Errorf("install %s@%s: requires.subprocess: %w", man.ID, man.Version, err)
+		}
+		plan.Permissions.Programs = progs
+	}
+	if err := s.Host.Check(ctx, man, wasm, host.Grants{Programs: plan.Permissions.Programs}); err != nil {
 		return plan, fmt.Errorf("install %s@%s: verify: %w", man.ID, man.Version, err)
 	}
 	unlock := s.lockModule(man.ID)
@@ -161,7 +190,7 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	}
 	// A running host picks up the new version (and its policy) on the next call.
 	if s.Host.Module(man.ID) != nil {
-		if _, err := s.Host.Load(ctx, man, wasm); err != nil {
+		if _, err := s.Host.LoadGranted(ctx, man, wasm, host.Grants{Programs: plan.Permissions.Programs}); err != nil {
 			return plan, err
 		}
 	}

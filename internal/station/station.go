@@ -13,12 +13,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 
 	"github.com/tetratelabs/wazero"
 
 	"github.com/station-dev/station/internal/audit"
 	"github.com/station-dev/station/internal/config"
+	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/store"
@@ -113,6 +115,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 		hopts.Protected = append(hopts.Protected, abs)
 	}
 	hopts.HomeDir, _ = os.UserHomeDir()
+	hopts.Exec = execOperator(ctx, cfg, home, st)
 	h, err := host.New(hopts)
 	if err != nil {
 		aw.Close(ctx)
@@ -160,8 +163,15 @@ func (s *Station) load(ctx context.Context, id string) error {
 		return fmt.Errorf("load %s: stored manifest: %w", id, err)
 	}
 	// What runs is what was approved: the stored manifest must ask for
-	// exactly the stored approved permissions.
-	if got, _ := json.Marshal(PermissionsOf(man)); !bytes.Equal(got, rec.Approved) {
+	// exactly the stored approved permissions (the resolved programs come
+	// from the approval itself).
+	var approved Permissions
+	if err := json.Unmarshal(rec.Approved, &approved); err != nil {
+		return fmt.Errorf("load %s: stored approval: %w", id, err)
+	}
+	want := PermissionsOf(man)
+	want.Programs = approved.Programs
+	if got, _ := json.Marshal(want); !bytes.Equal(got, rec.Approved) {
 		return fmt.Errorf("load %s: the stored manifest asks for %s but %s was approved; refusing to run it (reinstall the module)", id, got, rec.Approved)
 	}
 	wasm, err := os.ReadFile(rec.WasmPath)
@@ -171,6 +181,39 @@ func (s *Station) load(ctx context.Context, id string) error {
 	if got := host.Digest(wasm); got != rec.Digest {
 		return fmt.Errorf("load %s: %s has digest %s but %s was approved; refusing to run it (reinstall the module)", id, rec.WasmPath, got, rec.Digest)
 	}
-	_, err = s.Host.Load(ctx, man, wasm)
+	_, err = s.Host.LoadGranted(ctx, man, wasm, host.Grants{Programs: approved.Programs})
 	return err
+}
+
+// execOperator returns the operator's subprocess settings, with every tree
+// a module may write (any installed module's write roots) and the station
+// home excluded from where programs may be resolved.
+func (s *Station) execOperator(ctx context.Context) execgate.Operator {
+	return execOperator(ctx, s.Config, s.Home, s.Store)
+}
+
+func execOperator(ctx context.Context, cfg *config.Config, stationHome string, st *store.Store) execgate.Operator {
+	sp := cfg.Subprocess
+	op := execgate.Operator{SearchPath: sp.SearchPath, GrantAny: sp.GrantAny, GrantPrograms: sp.GrantPrograms, AllowNetwork: sp.AllowNetwork}
+	if abs, err := filepath.Abs(stationHome); err == nil {
+		op.Excluded = append(op.Excluded, abs)
+	}
+	home, _ := os.UserHomeDir()
+	mods, _ := st.Modules(ctx)
+	for _, rec := range mods {
+		var p Permissions
+		if json.Unmarshal(rec.Approved, &p) != nil {
+			continue
+		}
+		for _, g := range p.FilesystemWrites {
+			if rest, ok := strings.CutPrefix(g, "~/"); ok {
+				g = filepath.Join(home, rest)
+			}
+			if i := strings.IndexAny(g, "*?[{"); i >= 0 {
+				g = g[:i]
+			}
+			op.Excluded = append(op.Excluded, filepath.Clean(g))
+		}
+	}
+	return op
 }

@@ -90,6 +90,8 @@ func do(ctx context.Context, a probe.Action) probe.Result {
 	case probe.OpRead, probe.OpWrite, probe.OpAppend, probe.OpTruncate, probe.OpRemove, probe.OpRename,
 		probe.OpMkdir, probe.OpRmdir, probe.OpSymlink, probe.OpLink, probe.OpChtimes:
 		err = file(a, &r)
+	case probe.OpExec:
+		err = doExec(ctx, a, &r)
 	default:
 		err = fmt.Errorf("unknown op %q", a.Op)
 	}

@@ -106,3 +106,25 @@ func HTTPRequest(doc []byte) (abi.Status, []byte) {
 	}
 	return s, b
 }
+
+//go:wasmimport station process_run
+func processRun(ptr unsafe.Pointer, n uint32) uint64
+
+// ProcessRun runs the abi.ProcessRequest document doc. On StatusOK the
+// returned bytes are an abi.ProcessResponse document; otherwise they are an
+// abi.Error document, or nil. The import exists only in modules whose
+// manifest grants subprocess; the Go linker keeps it only in modules that
+// call this function.
+func ProcessRun(doc []byte) (abi.Status, []byte) {
+	r := processRun(ptr(doc), uint32(len(doc)))
+	runtime.KeepAlive(doc)
+	s, h := abi.Unpack(r)
+	b, rs := ReadBuffer(h)
+	if rs != abi.StatusOK {
+		if s == abi.StatusOK {
+			s = rs
+		}
+		return s, nil
+	}
+	return s, b
+}

@@ -1,0 +1,10 @@
+//go:build wasip1
+
+package sproc
+
+import (
+	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/internal/hostcall"
+)
+
+func run(doc []byte) (abi.Status, []byte) { return hostcall.ProcessRun(doc) }
