@@ -268,6 +268,11 @@ func checkWriteGlob(s string) string {
 			if dir == p || strings.HasPrefix(dir, p+"/") {
 				return fmt.Sprintf("writes to ~/%s are refused: they would let the module act outside the sandbox", p)
 			}
+			// A wildcard below a parent of a sensitive path can match into
+			// it: "~/.config/**" covers ~/.config/systemd.
+			if lit < len(segs) && strings.HasPrefix(p, dir+"/") {
+				return fmt.Sprintf("can match ~/%s, where writes are refused: name a directory that does not contain it", p)
+			}
 		}
 		if lit == 1 && len(segs) == 1 && strings.HasPrefix(segs[0], ".") {
 			return "writes to dotfiles in the home directory are refused: they would let the module act outside the sandbox"

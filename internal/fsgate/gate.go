@@ -51,6 +51,10 @@ type Hooks struct {
 	// Denied is called with every denial made while serving the instance,
 	// so that the host can report it if the call fails.
 	Denied func(*sandbox.Violation)
+	// Blocked reports whether every file operation is refused right now:
+	// the host refuses them while the module's start function runs, before
+	// any call (and so before an install is approved).
+	Blocked func() bool
 }
 
 // Mount is one directory to link into a module instance with

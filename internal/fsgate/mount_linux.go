@@ -183,6 +183,11 @@ func (m *mountFS) clean(p string, k kind) (rel string, mustDir bool, e errno) {
 		return "", false, m.deny(raw, fmt.Sprintf("is longer than %d bytes", maxPathLen), experimentalsys.ENAMETOOLONG)
 	}
 	rel = path.Clean(strings.TrimLeft(p, "/"))
+	// While the start function runs, only the mount root itself may be
+	// opened read-only (the runtime's view of its preopened directory).
+	if m.hooks.Blocked != nil && m.hooks.Blocked() && (rel != "." || k == kindWrite) {
+		return "", false, m.deny(raw, "is refused: no call is active (a module's start function cannot touch files)", k.denied())
+	}
 	if escapes(rel) {
 		return "", false, m.deny(raw, "leaves the mount", k.denied())
 	}

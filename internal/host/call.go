@@ -166,6 +166,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 
 	ctx = sandbox.WithCall(ctx, &sandbox.Call{Module: m.id, Command: command})
 	st := &inst.st
+	st.violation, st.fault = nil, "" // nothing from the start function is this call's
 	st.ctx = ctx
 	st.bufBudget = m.bufBudget()
 	inst.sleepCtx = ctx

@@ -86,9 +86,11 @@ type Options struct {
 	// FilesystemQuota bounds the bytes each module's files may grow by
 	// (0: the filesystem gate's default).
 	FilesystemQuota int64
-	// Exec holds the operator's subprocess settings. Protected directories
-	// and every write root of the module are added to Exec.Excluded.
-	Exec execgate.Operator
+	// Exec returns the operator's subprocess settings, computed when a
+	// module is loaded (so that write grants installed since are excluded).
+	// Protected directories and every write root of the module are added to
+	// Excluded.
+	Exec func() execgate.Operator
 }
 
 // Grants are what an install approved beyond the manifest itself.

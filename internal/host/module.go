@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -138,11 +139,17 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 			m.closeGates()
 			return nil, errors.New("requires.subprocess: the programs were not resolved at install; reinstall the module")
 		}
-		var writeRoots []string
+		var workDirs, writeRoots []string
 		if m.fs != nil {
-			writeRoots = wholeTreeRoots(m.fs.WriteGlobs())
+			workDirs = wholeTreeRoots(m.fs.WriteGlobs())
+			for _, g := range m.fs.WriteGlobs() {
+				writeRoots = append(writeRoots, GlobRoot(g))
+			}
 		}
-		op := h.opts.Exec
+		var op execgate.Operator
+		if h.opts.Exec != nil {
+			op = h.opts.Exec()
+		}
 		op.Excluded = append(append(slices.Clone(op.Excluded), h.opts.Protected...), writeRoots...)
 		var err error
 		m.exec, err = execgate.New(execgate.Options{
@@ -150,7 +157,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 			Programs: g.Programs,
 			Any:      sp.Any,
 			Env:      sp.Env,
-			WorkDirs: writeRoots,
+			WorkDirs: workDirs,
 			Operator: op,
 			Recorder: h.rec,
 		})
@@ -274,6 +281,9 @@ type instance struct {
 	st   callState
 	err  tailWriter // last bytes of stderr, for crash messages
 	dead bool
+	// initializing is set while the start function runs: host calls and
+	// file operations are refused then (no call is active).
+	initializing bool
 	// sleepCtx ends WASI sleeps: the instantiation's context while the
 	// start function runs, then each call's.
 	sleepCtx context.Context
@@ -287,7 +297,8 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	out := &inst.err // stdout and stderr both go to the module log
 	cfg := wazero.NewModuleConfig().
 		WithName("").
-		WithStartFunctions(abi.ExportInitialize).
+		WithStartFunctions(). // _initialize is run below, so file access can be refused while it runs
+
 		WithSysWalltime().
 		WithSysNanotime().
 		WithRandSource(rand.Reader).
@@ -304,6 +315,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 					inst.st.violation = v
 				}
 			},
+			Blocked: func() bool { return inst.initializing },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("module %s: mount: %w", m.id, err)
@@ -315,6 +327,16 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		cfg = cfg.WithFSConfig(fsc)
 	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
+	if err == nil {
+		if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
+			inst.initializing = true
+			_, err = init.Call(ctx)
+			inst.initializing = false
+			if err != nil {
+				mod.Close(context.Background())
+			}
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("module %s: start: did not finish within %s", m.id, m.limits.Timeout)
@@ -513,13 +535,30 @@ func wholeTreeRoots(globs []string) []string {
 	return roots
 }
 
-// expandHome turns "~/x" globs into absolute ones under home.
+// GlobRoot returns the directory a glob's matches all live under: its
+// longest leading path without wildcards, cut at a "/" (for a glob without
+// wildcards, its parent directory).
+func GlobRoot(g string) string {
+	i := strings.IndexAny(g, "*?[{")
+	if i < 0 {
+		return path.Dir(g)
+	}
+	j := strings.LastIndexByte(g[:i], '/')
+	if j <= 0 {
+		return "/"
+	}
+	return g[:j]
+}
+
+// expandHome turns "~/x" globs into absolute ones under home. A home that is
+// "/", relative or not clean is refused: "~/etc/**" must never become
+// "/etc/**".
 func expandHome(globs []string, home string) ([]string, error) {
 	out := make([]string, 0, len(globs))
 	for _, g := range globs {
 		if rest, ok := strings.CutPrefix(g, "~/"); ok {
-			if home == "" {
-				return nil, fmt.Errorf("%q: the station has no home directory to expand ~/ against", g)
+			if home == "" || home == "/" || !filepath.IsAbs(home) || filepath.Clean(home) != home {
+				return nil, fmt.Errorf("%q: the station's home directory %q cannot anchor ~/ (it must be an absolute, clean directory other than /)", g, home)
 			}
 			g = filepath.ToSlash(filepath.Join(home, rest))
 			if strings.HasSuffix(rest, "/") {

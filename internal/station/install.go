@@ -149,8 +149,20 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	if prev, err := s.Store.Module(ctx, man.ID); err == nil {
 		plan.Replaces = &prev
 	}
+	op := s.execOperator(ctx)
+	home, _ := os.UserHomeDir()
+	var roots []string
+	for _, g := range man.Requires.FilesystemWrites {
+		roots = append(roots, writeRoot(g, home))
+	}
+	if err := s.checkWriteRoots(ctx, man.ID, roots, op); err != nil {
+		return plan, fmt.Errorf("install %s@%s: requires.filesystem_writes: %w", man.ID, man.Version, err)
+	}
 	if sp := man.Requires.Subprocess; len(sp.Allow) > 0 {
-		progs, err := execgate.Resolve(sp.Allow, s.execOperator(ctx))
+		// This module's own write roots are excluded too: a program it may
+		// rewrite is not the program the operator approved.
+		op.Excluded = append(op.Excluded, roots...)
+		progs, err := execgate.Resolve(sp.Allow, op)
 		if err != nil {
 			return plan, fmt.Errorf("install %s@%s: requires.subprocess: %w", man.ID, man.Version, err)
 		}
@@ -195,6 +207,44 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 		}
 	}
 	return plan, nil
+}
+
+// checkWriteRoots refuses write grants over a directory programs are
+// resolved from, or over a program another module was approved to run:
+// either would let a module rewrite what runs outside the sandbox.
+func (s *Station) checkWriteRoots(ctx context.Context, id string, roots []string, op execgate.Operator) error {
+	search := op.SearchPath
+	if len(search) == 0 {
+		search = []string{"/usr/local/bin", "/usr/bin", "/bin"}
+	}
+	mods, _ := s.Store.Modules(ctx)
+	for _, root := range roots {
+		for _, dir := range search {
+			if within(dir, root) {
+				return fmt.Errorf("%s contains %s, a directory programs are started from; a module may not write there", root, dir)
+			}
+		}
+		for _, rec := range mods {
+			if rec.ID == id {
+				continue
+			}
+			var p Permissions
+			if json.Unmarshal(rec.Approved, &p) != nil {
+				continue
+			}
+			for _, prog := range p.Programs {
+				if within(prog.Path, root) {
+					return fmt.Errorf("%s contains %s, which module %s was approved to run; a module may not write there", root, prog.Path, rec.ID)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// within reports whether p is dir or inside it.
+func within(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // Remove uninstalls a module.

@@ -115,7 +115,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 		hopts.Protected = append(hopts.Protected, abs)
 	}
 	hopts.HomeDir, _ = os.UserHomeDir()
-	hopts.Exec = execOperator(ctx, cfg, home, st)
+	hopts.Exec = func() execgate.Operator { return execOperator(context.Background(), cfg, home, st) }
 	h, err := host.New(hopts)
 	if err != nil {
 		aw.Close(ctx)
@@ -192,6 +192,14 @@ func (s *Station) execOperator(ctx context.Context) execgate.Operator {
 	return execOperator(ctx, s.Config, s.Home, s.Store)
 }
 
+// writeRoot is the host directory a write glob's matches live under.
+func writeRoot(g, home string) string {
+	if rest, ok := strings.CutPrefix(g, "~/"); ok {
+		g = filepath.ToSlash(filepath.Join(home, rest))
+	}
+	return host.GlobRoot(g)
+}
+
 func execOperator(ctx context.Context, cfg *config.Config, stationHome string, st *store.Store) execgate.Operator {
 	sp := cfg.Subprocess
 	op := execgate.Operator{SearchPath: sp.SearchPath, GrantAny: sp.GrantAny, GrantPrograms: sp.GrantPrograms, AllowNetwork: sp.AllowNetwork}
@@ -206,13 +214,7 @@ func execOperator(ctx context.Context, cfg *config.Config, stationHome string, s
 			continue
 		}
 		for _, g := range p.FilesystemWrites {
-			if rest, ok := strings.CutPrefix(g, "~/"); ok {
-				g = filepath.Join(home, rest)
-			}
-			if i := strings.IndexAny(g, "*?[{"); i >= 0 {
-				g = g[:i]
-			}
-			op.Excluded = append(op.Excluded, filepath.Clean(g))
+			op.Excluded = append(op.Excluded, writeRoot(g, home))
 		}
 	}
 	return op
