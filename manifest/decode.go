@@ -543,8 +543,29 @@ func (d *decoder) limits(n *yaml.Node) Limits {
 		{"timeout", func(v *yaml.Node) { l.Timeout = d.timeout(v) }},
 		{"concurrency", func(v *yaml.Node) { l.Concurrency = d.concurrency(v) }},
 		{"instances", func(v *yaml.Node) { l.Fresh = d.instances(v) }},
+		{"max_input", func(v *yaml.Node) { l.MaxInput = d.docSize(v, "limits.max_input") }},
+		{"max_output", func(v *yaml.Node) { l.MaxOutput = d.docSize(v, "limits.max_output") }},
+		{"max_request", func(v *yaml.Node) { l.MaxRequest = d.docSize(v, "limits.max_request") }},
 	})
 	return l
+}
+
+// docSize decodes a document size limit: 1KiB to MaxDocument.
+func (d *decoder) docSize(n *yaml.Node, path string) uint64 {
+	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {
+		d.typeError(n, path, `a size such as "4MiB"`)
+		return 0
+	}
+	size, err := ParseSize(n.Value)
+	if err != nil {
+		d.add(n, path, "", err.Error())
+		return 0
+	}
+	if size < 1<<10 || size > MaxDocument {
+		d.addf(n, path, "", "%s is out of range (1KiB to 64MiB)", quote(n.Value))
+		return 0
+	}
+	return size
 }
 
 func (d *decoder) memory(n *yaml.Node) uint64 {

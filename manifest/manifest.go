@@ -136,7 +136,18 @@ type Limits struct {
 	// Fresh asks for a new instance per call ("instances: fresh") instead of
 	// a pool of warm instances.
 	Fresh bool
+	// MaxInput bounds a call's input document in bytes; 0 means the default.
+	MaxInput uint64
+	// MaxOutput bounds a call's result in bytes; 0 means the default.
+	MaxOutput uint64
+	// MaxRequest bounds a host-call argument document (an HTTP or process
+	// request) in bytes; 0 means the default.
+	MaxRequest uint64
 }
+
+// MaxDocument is the largest value of the max_input, max_output and
+// max_request limits: 64 MiB.
+const MaxDocument = 64 << 20
 
 // MemoryPages returns MemoryBytes in WebAssembly pages (0 means the default).
 func (l Limits) MemoryPages() uint32 {

@@ -288,9 +288,9 @@ func (h *Host) resolveLimits(ml manifest.Limits) (Limits, error) {
 		Timeout:     pick(ml.Timeout, d.Timeout, DefaultTimeout),
 		Concurrency: pick(ml.Concurrency, d.Concurrency, DefaultConcurrency),
 		Fresh:       ml.Fresh || d.Fresh,
-		MaxInput:    pick(0, d.MaxInput, DefaultMaxInput),
-		MaxOutput:   pick(0, d.MaxOutput, DefaultMaxOutput),
-		MaxArg:      pick(0, d.MaxArg, DefaultMaxArg),
+		MaxInput:    pick(int(ml.MaxInput), d.MaxInput, DefaultMaxInput),
+		MaxOutput:   pick(int(ml.MaxOutput), d.MaxOutput, DefaultMaxOutput),
+		MaxArg:      pick(int(ml.MaxRequest), d.MaxArg, DefaultMaxArg),
 	}
 	mx := h.opts.MaxLimits
 	var errs []string
@@ -305,6 +305,11 @@ func (h *Host) resolveLimits(ml manifest.Limits) (Limits, error) {
 	}
 	if l.Concurrency > mx.Concurrency {
 		errs = append(errs, fmt.Sprintf("limits.concurrency %d exceeds the operator maximum %d", l.Concurrency, mx.Concurrency))
+	}
+	for name, v := range map[string]int{"max_input": l.MaxInput, "max_output": l.MaxOutput, "max_request": l.MaxArg} {
+		if v > manifest.MaxDocument {
+			errs = append(errs, fmt.Sprintf("limits.%s %d bytes exceeds the station maximum %d", name, v, manifest.MaxDocument))
+		}
 	}
 	if l.MemoryBytes > 4<<30 {
 		errs = append(errs, "limits.memory exceeds 4GiB, the most a 32-bit WebAssembly module can address")

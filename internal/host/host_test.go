@@ -184,3 +184,25 @@ func TestReloadWhileCalling(t *testing.T) {
 		t.Error(err)
 	}
 }
+
+// A manifest may lower (or, within the station's maximum, raise) its own
+// size limits; they are enforced before anything is allocated.
+func TestManifestSizeLimits(t *testing.T) {
+	h := newHost(t, host.Options{})
+	man := parse(t, probeNoNet+"limits: {max_output: 1KiB, max_input: 2KiB}\n")
+	if _, err := h.Load(context.Background(), man, probe.Wasm(t, probe.NoNetworkTag)); err != nil {
+		t.Fatal(err)
+	}
+	_, err := h.Call(context.Background(), "test/probe", probe.Command, probe.Run(probe.Output(4096)))
+	if err == nil || !(strings.Contains(err.Error(), "too_large") || strings.Contains(err.Error(), "exceeds the limit of 1024")) {
+		t.Errorf("4 KiB result under max_output 1KiB: got %v", err)
+	}
+	_, err = h.Call(context.Background(), "test/probe", probe.Command, probe.Run(probe.Log(strings.Repeat("x", 3000))))
+	var ce *host.CallError
+	if !errors.As(err, &ce) || ce.Kind != host.KindInput {
+		t.Errorf("3 KB input under max_input 2KiB: got %v, want an input error", err)
+	}
+	if _, err := h.Call(context.Background(), "test/probe", probe.Command, probe.Run(probe.Output(100))); err != nil {
+		t.Errorf("a small result: %v", err)
+	}
+}
