@@ -183,10 +183,28 @@ func Load(dir string) (*Manifest, error) {
 // and recorded in Manifest.File. On failure the error is an errors.Join of
 // one *Error per problem found, in document order.
 func Parse(filename string, data []byte) (*Manifest, error) {
+	return ParseWith(filename, data, Options{})
+}
+
+// Options adjust Parse to the operator's grants.
+type Options struct {
+	// GrantedGlobs are filesystem globs the operator has granted explicitly
+	// (config.yaml, filesystem.grant). A manifest entry equal to one of them
+	// is accepted even though it is broader than Parse allows on its own
+	// (a system directory, a whole home directory); its syntax is still
+	// checked.
+	GrantedGlobs []string
+}
+
+// ParseWith is Parse with the operator's grants.
+func ParseWith(filename string, data []byte, o Options) (*Manifest, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{File: filename, Msg: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}
 	}
-	d := &decoder{file: filename}
+	d := &decoder{file: filename, granted: map[string]bool{}}
+	for _, g := range o.GrantedGlobs {
+		d.granted[g] = true
+	}
 	m := d.decode(data)
 	if len(d.errs) > 0 {
 		errs := make([]error, len(d.errs))

@@ -217,6 +217,28 @@ var sensitiveHome = []string{
 	"Library/LaunchAgents",
 }
 
+// checkGlobSyntax checks what every filesystem glob must satisfy, granted
+// by the operator or not.
+func checkGlobSyntax(s string) string {
+	switch {
+	case len(s) > 4096:
+		return "is longer than 4096 bytes"
+	case hasControl(s):
+		return "contains a control character"
+	case strings.ContainsRune(s, '\\'):
+		return "must not contain a backslash (escapes are not supported)"
+	case !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/"):
+		return `must be an absolute path or start with "~/"`
+	case !doublestar.ValidatePattern(s):
+		return "is not a valid glob (check brackets and braces)"
+	case hasDotDot(s):
+		return `must not contain ".." segments`
+	case s == "/" || s == "/**" || s == "~/" || s == "~/**":
+		return "covers the whole filesystem or home directory, which no grant allows"
+	}
+	return ""
+}
+
 // checkWriteGlob validates a filesystem_writes glob.
 func checkWriteGlob(s string) string {
 	switch {
@@ -282,7 +304,7 @@ func checkWriteGlob(s string) string {
 	top := "/" + segs[0]
 	for _, root := range systemRoots {
 		if strings.EqualFold(top, root) {
-			return fmt.Sprintf("is inside the system directory %s; writes there need an operator grant, which this release does not support", root)
+			return fmt.Sprintf("is inside the system directory %s; it needs an operator grant: the exact glob in filesystem.grant of the station config", root)
 		}
 	}
 	for _, root := range homeRoots {

@@ -195,7 +195,7 @@ func (a *app) moduleShowCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("show %s: module is not installed", args[0])
 			}
-			man, err := manifest.Parse("module.yaml", rec.Manifest)
+			man, err := s.ParseManifest("module.yaml", rec.Manifest)
 			if err != nil {
 				return err
 			}

@@ -36,6 +36,8 @@ type Config struct {
 	Limits Limits
 	// Subprocess holds the operator's subprocess settings.
 	Subprocess Subprocess
+	// Filesystem holds the operator's filesystem settings.
+	Filesystem Filesystem
 	// File is the path the configuration was read from, or "" when there
 	// was no file and Config holds the defaults.
 	File string
@@ -53,6 +55,17 @@ type Network struct {
 	// (loopback, private, link-local, ...) that the operator grants to
 	// every module.
 	AllowPrivate []netip.Prefix
+}
+
+// Filesystem holds the operator's settings for module filesystem grants.
+type Filesystem struct {
+	// Grant are globs the operator allows in manifests although they are
+	// broader than a manifest may ask for on its own (a system directory, a
+	// whole home directory). A manifest must use the glob exactly as written.
+	Grant []string
+	// Quota bounds how many bytes each module's files may grow by; 0 means
+	// the filesystem gate's default (256MiB).
+	Quota uint64
 }
 
 // Subprocess holds the operator's settings for modules that start programs.

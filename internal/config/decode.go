@@ -124,6 +124,20 @@ func (d *decoder) decode(data []byte) *Config {
 		{"network", func(v *yaml.Node) { d.network(v, &c.Network) }},
 		{"limits", func(v *yaml.Node) { d.limits(v, &c.Limits) }},
 		{"subprocess", func(v *yaml.Node) { d.subprocess(v, &c.Subprocess) }},
+		{"filesystem", func(v *yaml.Node) {
+			d.mapping(v, "filesystem", []field{
+				{"grant", func(v *yaml.Node) {
+					d.list(v, "filesystem.grant", func(e *yaml.Node, s string) {
+						if !strings.HasPrefix(s, "/") && !strings.HasPrefix(s, "~/") {
+							d.add(e, "filesystem.grant", s, `must be an absolute path or start with "~/"`)
+							return
+						}
+						c.Filesystem.Grant = append(c.Filesystem.Grant, s)
+					})
+				}},
+				{"quota", func(v *yaml.Node) { d.size(v, "filesystem.quota", &c.Filesystem.Quota) }},
+			})
+		}},
 	})
 	d.checkLimits(&c.Limits)
 	sort.SliceStable(d.errs, func(i, j int) bool {

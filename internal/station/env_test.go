@@ -124,6 +124,18 @@ func newEnv(t *testing.T, o envOpts) *env {
 	return e
 }
 
+// reopen closes the station and opens it again (after a config change).
+func (e *env) reopen() {
+	e.t.Helper()
+	e.st.Close(context.Background())
+	st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(e.t), Logger: slog.New(slog.NewTextHandler(e.logBuf, nil))})
+	if err != nil {
+		e.t.Fatalf("reopen station: %v", err)
+	}
+	e.st = st
+	e.t.Cleanup(func() { st.Close(context.Background()) })
+}
+
 // moduleSpec describes a test module's manifest.
 type moduleSpec struct {
 	id     string

@@ -221,3 +221,27 @@ func TestFilesystemGateLogLine(t *testing.T) {
 		t.Errorf("gate log:\n%s", log)
 	}
 }
+
+// Install refuses over-broad globs unless the operator grants them in
+// config.yaml, exactly as written.
+func TestBroadGlobNeedsOperatorGrant(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	dir := e.moduleDir(moduleSpec{id: "test/broad", writes: []string{"/var/lib/station-test/**"}}, probe.Wasm(t, probe.NoNetworkTag))
+	err := e.tryInstall(dir)
+	if err == nil || !strings.Contains(err.Error(), "/var") || !strings.Contains(err.Error(), "operator") {
+		t.Fatalf("install with /var/lib/...: got %v, want a refusal naming the entry and the operator grant", err)
+	}
+	cfg, _ := os.ReadFile(filepath.Join(e.home, "config.yaml"))
+	cfg = append(cfg, "filesystem:\n  grant: [\"/var/lib/station-test/**\"]\n"...)
+	os.WriteFile(filepath.Join(e.home, "config.yaml"), cfg, 0o600)
+	e.reopen()
+	err = e.tryInstall(dir)
+	// With the grant, the manifest is accepted; the gate then needs the
+	// directory to exist.
+	if err != nil && !strings.Contains(err.Error(), "station-test") {
+		t.Fatalf("install with the operator's grant: %v", err)
+	}
+	if err != nil && strings.Contains(err.Error(), "operator grant") {
+		t.Fatalf("the grant was not applied: %v", err)
+	}
+}

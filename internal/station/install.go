@@ -137,7 +137,7 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	if err != nil {
 		return nil, fmt.Errorf("install %s: %w", dir, err)
 	}
-	man, err := manifest.Parse(filepath.Join(dir, manifest.FileName), raw)
+	man, err := s.ParseManifest(filepath.Join(dir, manifest.FileName), raw)
 	if err != nil {
 		return nil, err
 	}

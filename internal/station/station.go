@@ -115,6 +115,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 		hopts.Protected = append(hopts.Protected, abs)
 	}
 	hopts.HomeDir, _ = os.UserHomeDir()
+	hopts.FilesystemQuota = int64(cfg.Filesystem.Quota)
 	hopts.Exec = func() execgate.Operator { return execOperator(context.Background(), cfg, home, st) }
 	h, err := host.New(hopts)
 	if err != nil {
@@ -123,6 +124,12 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 		return nil, fmt.Errorf("open station %s: %w", home, err)
 	}
 	return &Station{Home: home, Config: cfg, Store: st, Host: h, Audit: aw, log: opts.Logger}, nil
+}
+
+// ParseManifest parses a manifest with the operator's grants (broad
+// filesystem globs the configuration allows).
+func (s *Station) ParseManifest(filename string, data []byte) (*manifest.Manifest, error) {
+	return manifest.ParseWith(filename, data, manifest.Options{GrantedGlobs: s.Config.Filesystem.Grant})
 }
 
 // Close unloads modules, flushes the audit log and closes the store.
@@ -158,7 +165,7 @@ func (s *Station) load(ctx context.Context, id string) error {
 		}
 		return err
 	}
-	man, err := manifest.Parse(filepath.Join(s.Home, "modules", id, manifest.FileName), rec.Manifest)
+	man, err := s.ParseManifest(filepath.Join(s.Home, "modules", id, manifest.FileName), rec.Manifest)
 	if err != nil {
 		return fmt.Errorf("load %s: stored manifest: %w", id, err)
 	}
