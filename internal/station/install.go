@@ -76,7 +76,8 @@ func (p Permissions) Describe() []string {
 	switch s := p.Subprocess.(type) {
 	case bool:
 		if s {
-			lines = append(lines, "MAY START ANY PROGRAM on the station's search path; children run without network, confined to the module's writable directories")
+			lines = append(lines, "MAY START ANY PROGRAM on the station's search path (operator grant)")
+			lines = append(lines, "  a child runs OUTSIDE the module's filesystem read limits: it may read any file you can; it has no network and writes only in the module's writable directories")
 		} else {
 			lines = append(lines, "may not start programs")
 		}
@@ -86,6 +87,9 @@ func (p Permissions) Describe() []string {
 		}
 		for _, prog := range p.Programs {
 			lines = append(lines, fmt.Sprintf("MAY START %s (%s, %s)", prog.Name, prog.Path, shortHash(prog.Digest)))
+		}
+		if len(p.Programs) > 0 {
+			lines = append(lines, "  a program runs OUTSIDE the module's filesystem read limits: it may read any file you can; it has no network and writes only in the module's writable directories")
 		}
 		if len(p.Env) > 0 {
 			lines = append(lines, "may pass these environment variables to them: "+strings.Join(p.Env, ", "))
