@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/host"
@@ -53,8 +54,12 @@ type app struct {
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	fi, _ := os.Stdin.Stat()
-	isTerm := stdin == os.Stdin && fi != nil && fi.Mode()&os.ModeCharDevice != 0
+	isTerm := false
+	if f, ok := stdin.(*os.File); ok {
+		// A terminal answers TCGETS; /dev/null and pipes do not.
+		_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+		isTerm = err == nil
+	}
 	return Run(ctx, args, IO{In: stdin, Out: stdout, Err: stderr, Getenv: os.Getenv, IsTerminal: isTerm})
 }
 

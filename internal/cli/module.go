@@ -128,6 +128,10 @@ func printPlan(w io.Writer, p station.Plan) {
 	fmt.Fprintf(w, "  commands  %s\n", strings.Join(names, ", "))
 	fmt.Fprintln(w, "  This module:")
 	for _, l := range p.Permissions.Describe() {
+		if strings.HasPrefix(l, "  ") {
+			fmt.Fprintf(w, "    %s\n", l) // a note on the line above
+			continue
+		}
 		fmt.Fprintf(w, "    - %s\n", l)
 	}
 }
@@ -223,6 +227,10 @@ func (a *app) moduleShowCmd() *cobra.Command {
 			}
 			fmt.Fprintln(w, "permissions (approved)")
 			for _, l := range p.Describe() {
+				if strings.HasPrefix(l, "  ") {
+					fmt.Fprintf(w, "  %s\n", l)
+					continue
+				}
 				fmt.Fprintf(w, "  - %s\n", l)
 			}
 			return nil
