@@ -172,7 +172,7 @@ func TestErrorPosition(t *testing.T) {
 			Error{File: FileName, Line: 6, Column: 3, Field: "requires", Msg: `unknown field "netwrok"; did you mean "network"?`}},
 		{"glob entry", head + "requires:\n  filesystem_writes:\n    - ~/ok/**\n    - /etc/**\n",
 			Error{File: FileName, Line: 8, Column: 7, Field: "requires.filesystem_writes", Entry: "/etc/**",
-				Msg: "is inside the system directory /etc; writes there need an operator grant, which this release does not support"}},
+				Msg: "is inside the system directory /etc; it needs an operator grant: the exact glob in filesystem.grant of the station config"}},
 		{"wrong type", head + "limits:\n  concurrency: lots\n",
 			Error{File: FileName, Line: 6, Column: 16, Field: "limits.concurrency", Msg: "must be an integer, not a string"}},
 		{"missing id", "version: 1.0.0\nwasm: m.wasm\ncommands: [{name: run}]\n",

@@ -208,6 +208,23 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 
 // http_request(ptr i32, len i32) -> i64
 func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
+	docCall(m, ctx, mod, stack, abi.ImportHTTPRequest, func(ctx context.Context, req *abi.HTTPRequest) (any, error) {
+		return m.net.Do(ctx, req)
+	})
+}
+
+// process_run(ptr i32, len i32) -> i64, linked only when subprocess is granted.
+func (m *Module) processRun(ctx context.Context, mod api.Module, stack []uint64) {
+	docCall(m, ctx, mod, stack, abi.ImportProcessRun, func(ctx context.Context, req *abi.ProcessRequest) (any, error) {
+		return m.exec.Run(ctx, req)
+	})
+}
+
+// docCall is the one shape of every host call that takes a JSON request
+// document and returns a document in a buffer: size check before reading,
+// bounds-checked read (a fault otherwise), strict decode, the gate, and the
+// packed result. Req is the request document type.
+func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []uint64, name string, gate func(context.Context, *Req) (any, error)) {
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	inst := m.active(ctx, mod)
 	if inst == nil {
@@ -223,18 +240,18 @@ func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64
 	}
 	raw, ok := inst.mem.Read(ptr, n)
 	if !ok {
-		m.fault(inst, abi.ImportHTTPRequest, ptr, n)
+		m.fault(inst, name, ptr, n)
 		stack[0] = m.errResult(st, abi.StatusFault, &abi.Error{Message: "request pointer and length are outside guest memory"})
 		return
 	}
-	var req abi.HTTPRequest
+	var req Req
 	// Unmarshal copies out of guest memory; the guest cannot change the
 	// request after this point.
 	if err := json.Unmarshal(raw, &req); err != nil {
 		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
 		return
 	}
-	resp, err := m.net.Do(st.ctx, &req)
+	resp, err := gate(st.ctx, &req)
 	if err != nil {
 		stack[0] = m.errResult(st, statusOf(err), errorDoc(err))
 		var v *sandbox.Violation
@@ -252,52 +269,6 @@ func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64
 	if h == 0 {
 		// Too many live buffers, or too many bytes held for this call:
 		// the guest must read or free its earlier results first.
-		stack[0] = abi.Pack(abi.StatusTooLarge, 0)
-		return
-	}
-	stack[0] = abi.Pack(abi.StatusOK, h)
-}
-
-// process_run(ptr i32, len i32) -> i64, linked only when subprocess is granted.
-func (m *Module) processRun(ctx context.Context, mod api.Module, stack []uint64) {
-	ptr, n := uint32(stack[0]), uint32(stack[1])
-	inst := m.active(ctx, mod)
-	if inst == nil {
-		stack[0] = abi.Pack(abi.StatusUnavailable, 0)
-		return
-	}
-	st := &inst.st
-	if int64(n) > int64(m.limits.MaxArg) {
-		stack[0] = m.errResult(st, abi.StatusTooLarge, &abi.Error{Message: fmt.Sprintf("request document is %d bytes; the limit is %d", n, m.limits.MaxArg)})
-		return
-	}
-	raw, ok := inst.mem.Read(ptr, n)
-	if !ok {
-		m.fault(inst, abi.ImportProcessRun, ptr, n)
-		stack[0] = m.errResult(st, abi.StatusFault, &abi.Error{Message: "request pointer and length are outside guest memory"})
-		return
-	}
-	var req abi.ProcessRequest
-	if err := json.Unmarshal(raw, &req); err != nil {
-		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
-		return
-	}
-	resp, err := m.exec.Run(st.ctx, &req)
-	if err != nil {
-		stack[0] = m.errResult(st, statusOf(err), errorDoc(err))
-		var v *sandbox.Violation
-		if errors.As(err, &v) && st.violation == nil {
-			st.violation = v
-		}
-		return
-	}
-	doc, err := json.Marshal(resp)
-	if err != nil {
-		stack[0] = m.errResult(st, abi.StatusFailed, &abi.Error{Message: "encode response: " + err.Error()})
-		return
-	}
-	h := st.newBuf(doc)
-	if h == 0 {
 		stack[0] = abi.Pack(abi.StatusTooLarge, 0)
 		return
 	}

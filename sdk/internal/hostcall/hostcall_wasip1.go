@@ -96,6 +96,11 @@ func Log(level int32, line []byte) abi.Status {
 func HTTPRequest(doc []byte) (abi.Status, []byte) {
 	r := httpRequest(ptr(doc), uint32(len(doc)))
 	runtime.KeepAlive(doc)
+	return answer(r)
+}
+
+// answer reads the buffer of a packed host call result.
+func answer(r uint64) (abi.Status, []byte) {
 	s, h := abi.Unpack(r)
 	b, rs := ReadBuffer(h)
 	if rs != abi.StatusOK {
@@ -118,13 +123,5 @@ func processRun(ptr unsafe.Pointer, n uint32) uint64
 func ProcessRun(doc []byte) (abi.Status, []byte) {
 	r := processRun(ptr(doc), uint32(len(doc)))
 	runtime.KeepAlive(doc)
-	s, h := abi.Unpack(r)
-	b, rs := ReadBuffer(h)
-	if rs != abi.StatusOK {
-		if s == abi.StatusOK {
-			s = rs
-		}
-		return s, nil
-	}
-	return s, b
+	return answer(r)
 }
