@@ -9,7 +9,7 @@
 //
 // # Version history
 //
-//   - 1 (2026-11): buffers, output_set, log, http_request.
+//   - 1 (2026-11): buffers, output_set, log, http_request, process_run.
 package abi
 
 // Version is the ABI version this package describes. A guest declares the
@@ -91,7 +91,7 @@ const (
 	StatusTooLarge    Status = 4 // an argument or a result exceeds its limit
 	StatusFailed      Status = 5 // the operation was allowed but failed (connection refused, ...)
 	StatusTimeout     Status = 6 // the call's deadline passed
-	StatusUnavailable Status = 7 // no call is active, or too many live buffers
+	StatusUnavailable Status = 7 // no call is active (the start function is running)
 )
 
 var statusNames = [...]string{"ok", "denied", "fault", "invalid", "too_large", "failed", "timeout", "unavailable"}
@@ -145,13 +145,13 @@ type ProcessRequest struct {
 	Argv  []string          `json:"argv"`
 	Env   map[string]string `json:"env,omitempty"`   // only variables the manifest declares
 	Stdin []byte            `json:"stdin,omitempty"` // base64 in JSON
-	Dir   string            `json:"dir,omitempty"`   // working directory; must be inside a writable mount
+	Dir   string            `json:"dir,omitempty"`   // working directory; must be inside a whole-tree write grant (X/**)
 }
 
 // ProcessResponse is the JSON document a successful process_run returns.
 // A program that ran and exited non-zero is a success of the host call.
 type ProcessResponse struct {
-	ExitCode  int    `json:"exit_code"` // -1 when killed by a signal or the deadline
+	ExitCode  int    `json:"exit_code"` // -1 when killed by a signal (a deadline fails the host call instead)
 	Stdout    []byte `json:"stdout,omitempty"`
 	Stderr    []byte `json:"stderr,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"` // output exceeded the cap

@@ -74,7 +74,8 @@ type Subprocess struct {
 	// (default /usr/local/bin, /usr/bin, /bin).
 	SearchPath []string
 	// GrantAny accepts manifests with "subprocess: true": any program, run
-	// outside the module's network and filesystem limits.
+	// outside the module's read limits (still without network, writing
+	// only in the module's whole-tree write grants).
 	GrantAny bool
 	// GrantPrograms are interpreters and shells the operator allows modules
 	// to start by name (they are refused otherwise).
