@@ -300,7 +300,6 @@ func TestAttacks(t *testing.T) {
 		{"F", main, execCases(main)},
 		{"G", main, bh["G"]},
 		{"H", main, bh["H"]},
-		{"F-holes", main, execHoles(main)},
 	}
 	counts := map[string]int{}
 	for _, cl := range classes {

@@ -202,6 +202,7 @@ func (c confinement) String() string {
 	} else {
 		parts = append(parts, "files: not confined (no Landlock)")
 	}
+	parts = append(parts, "metadata: no chmod/chown/utimes (seccomp)")
 	return strings.Join(parts, "; ")
 }
 
@@ -324,8 +325,9 @@ func (c confinement) prepare(scratch string) (*ruleset, error) {
 
 // apply confines the calling thread, which must be locked and must never be
 // unlocked: children it starts inherit no_new_privs, the cleared capability
-// sets and the Landlock domain; Go's runtime never clones new threads from a
-// locked thread, so nothing else inherits them. It closes r.
+// sets, the Landlock domain and the seccomp filter (seccomp_linux.go); Go's
+// runtime never clones new threads from a locked thread, so nothing else
+// inherits them. It closes r.
 func (c confinement) apply(r *ruleset) error {
 	if r != nil {
 		defer unix.Close(r.fd)
@@ -361,7 +363,7 @@ func (c confinement) apply(r *ruleset) error {
 			return fmt.Errorf("landlock_restrict_self: %w", errno)
 		}
 	}
-	return nil
+	return applySeccomp()
 }
 
 // lockThread locks the calling goroutine to its thread for good.

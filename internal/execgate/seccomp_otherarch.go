@@ -1,0 +1,7 @@
+//go:build linux && !amd64 && !arm64
+
+package execgate
+
+// currentSeccompTable: unknown architecture. The gate fails closed: applySeccomp
+// returns an error and no child is started.
+func currentSeccompTable() *seccompTable { return nil }
