@@ -195,7 +195,7 @@ func runCase(t *testing.T, w *world, c acase) {
 	if c.pre != nil {
 		c.pre(t, w)
 	}
-	before, files := w.accepted(), snapshot(w.d)
+	before, files, queries := w.accepted(), snapshot(w.d), w.dns.n.Load()
 	since := time.Now()
 	actions := append(append([]probe.Action{}, c.setup...), c.act)
 
@@ -249,6 +249,9 @@ func runCase(t *testing.T, w *world, c acase) {
 		}
 	}
 	sameTree(t, w.d, files, snapshot(w.d), c.fsMay)
+	if q := w.dns.n.Load() - queries; q != 0 {
+		t.Errorf("%d DNS queries were made; every name is either in the resolve map or refused before resolution", q)
+	}
 	for _, r := range w.deniedSince(t, since) {
 		if r.Module != c.module && (c.companion == nil || r.Module != c.companion.module) {
 			t.Errorf("denial %+v attributed to %s, want %s", r.Decision, r.Module, c.module)

@@ -11,10 +11,12 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -63,7 +65,18 @@ func (s *syncBuffer) String() string {
 // world is one station home wired to loopback fixtures through the
 // operator's config.yaml (resolve overrides only: no real DNS is used for
 // any name a case lets through to resolution).
+// countingResolver answers no lookup and counts them: every name a case may
+// resolve is in the operator's resolve map, so the real resolver must never
+// be asked — and a name refused before resolution must never reach it.
+type countingResolver struct{ n atomic.Int64 }
+
+func (r *countingResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	r.n.Add(1)
+	return nil, fmt.Errorf("no DNS in the attack suite (%s)", host)
+}
+
 type world struct {
+	dns     countingResolver
 	t       *testing.T
 	name    string
 	home    string
@@ -204,7 +217,7 @@ func newWorld(t *testing.T, strict bool) *world {
 		t.Fatal(err)
 	}
 	w.log = &syncBuffer{}
-	st, err := station.Open(context.Background(), w.home, station.Options{Cache: testCache(), Logger: slog.New(slog.NewTextHandler(w.log, nil))})
+	st, err := station.Open(context.Background(), w.home, station.Options{Cache: testCache(), Logger: slog.New(slog.NewTextHandler(w.log, nil)), Resolver: &w.dns})
 	if err != nil {
 		t.Fatalf("open station: %v", err)
 	}

@@ -34,6 +34,10 @@ type Options struct {
 	// Cache, if set, replaces the on-disk compilation cache (tests share one
 	// in-memory cache between stations).
 	Cache wazero.CompilationCache
+	// Resolver, if set, resolves names for module egress that the
+	// operator's resolve overrides do not cover (tests count lookups with
+	// it). Nil: a fresh net.Resolver per module.
+	Resolver netgate.Resolver
 }
 
 // Station is an open station home.
@@ -95,6 +99,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 			Resolve:      cfg.ResolveMap(),
 			RootCAs:      roots,
 			AllowPrivate: cfg.AllowPrivate(),
+			Resolver:     opts.Resolver,
 		},
 		Limits: host.Limits{
 			MemoryBytes: cfg.Limits.DefaultMemory,
