@@ -87,6 +87,22 @@ func globList(a, b []grant) string {
 	return s
 }
 
+// Root returns the directory every match of the absolute glob g lives under,
+// which is what the gate mounts for it: the leading segments without
+// wildcards, or, for a literal path, its directory. The subprocess gate's
+// exclusions use the same function, so both agree on what a module can write.
+func Root(g string) string {
+	segs := strings.Split(strings.TrimPrefix(g, "/"), "/")
+	lit := 0
+	for lit < len(segs) && !strings.ContainsAny(segs[lit], globMeta) {
+		lit++
+	}
+	if lit == len(segs) {
+		return path.Dir(g) // a literal path: its directory is mounted
+	}
+	return "/" + strings.Join(segs[:lit], "/")
+}
+
 // compileGrant validates one glob and computes its literal root.
 func compileGrant(g string) (grant, error) {
 	switch {
@@ -124,16 +140,7 @@ func compileGrant(g string) (grant, error) {
 		}
 		gr.alts = append(gr.alts, segs)
 	}
-	segs := strings.Split(g[1:], "/")
-	lit := 0
-	for lit < len(segs) && !strings.ContainsAny(segs[lit], globMeta) {
-		lit++
-	}
-	if lit == len(segs) {
-		gr.root = path.Dir(g) // a literal path: its directory is mounted
-	} else {
-		gr.root = "/" + strings.Join(segs[:lit], "/")
-	}
+	gr.root = Root(g)
 	if gr.root == "/" {
 		return grant{}, errors.New(`would mount the whole filesystem; name a directory before the first wildcard, e.g. "/srv/reports/**"`)
 	}

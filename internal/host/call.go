@@ -69,8 +69,8 @@ type callState struct {
 	fault     string
 	logLines  int // log records this call; over MaxLogLinesPerCall they are dropped
 	logBytes  int
-	bufBytes  int // bytes held in live buffers, bounded by bufBudget
-	bufBudget int
+	bufBytes  int // bytes held in live buffers
+	bufBudget int // the module's bufBudget, set when the instance is created
 }
 
 func (st *callState) reset() {
@@ -138,7 +138,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	fail := func(kind ErrorKind, format string, args ...any) error {
 		return &CallError{Module: m.id, Command: command, Kind: kind, Msg: fmt.Sprintf(format, args...)}
 	}
-	if !m.hasCommand(command) {
+	ci := m.commandIndex(command)
+	if ci < 0 {
 		return nil, fail(KindUnknown, "no such command (commands: %s)", strings.Join(m.commands, ", "))
 	}
 	if len(input) > m.limits.MaxInput {
@@ -168,15 +169,13 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	st := &inst.st
 	st.violation, st.fault = nil, "" // nothing from the start function is this call's
 	st.ctx = ctx
-	st.bufBudget = m.bufBudget()
 	inst.sleepCtx = ctx
 	st.command = command
-	cmdH := st.newBuf([]byte(command))
+	cmdH := st.newBuf(m.commandBytes[ci]) // shared and never written: buf_read only copies out
 	var inH uint32
 	if len(input) > 0 {
 		inH = st.newBuf(input)
 	}
-	inst.err.resetCall()
 	cctx := context.WithValue(ctx, instKey{}, inst)
 	stack := [2]uint64{uint64(cmdH), uint64(inH)}
 	callErr := inst.fn.CallWithStack(cctx, stack[:])
@@ -267,21 +266,22 @@ func guestText(b []byte, def string) string {
 // bufBudget is how many bytes one call's live buffers may hold: the module's
 // memory limit (so host memory held for a guest scales with what the
 // operator granted it), at least enough for one full input or result
-// document, at most MaxBufferBytes.
-func (m *Module) bufBudget() int {
-	b := int(min(m.limits.MemoryBytes, MaxBufferBytes))
-	return max(b, m.limits.MaxInput+64<<10, minBufferBudget)
+// document, at most MaxBufferBytes. It is fixed when the module is loaded.
+func bufBudget(l Limits) int {
+	b := int(min(l.MemoryBytes, MaxBufferBytes))
+	return max(b, l.MaxInput+64<<10, minBufferBudget)
 }
 
 // minBufferBudget fits one maximal HTTP response document (16 MiB of body,
 // base64-encoded, plus headers).
 const minBufferBudget = 24 << 20
 
-func (m *Module) hasCommand(name string) bool {
-	for _, c := range m.commands {
+// commandIndex returns the index of the manifest command name, or -1.
+func (m *Module) commandIndex(name string) int {
+	for i, c := range m.commands {
 		if c == name {
-			return true
+			return i
 		}
 	}
-	return false
+	return -1
 }

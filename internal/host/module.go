@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -32,14 +31,16 @@ import (
 // Module is one loaded module: its own runtime, its compiled code, its gates
 // and its pool of warm instances.
 type Module struct {
-	h        *Host
-	id       string
-	version  string
-	digest   string
-	commands []string
-	limits   Limits
-	log      *slog.Logger
-	rec      sandbox.Recorder
+	h            *Host
+	id           string
+	version      string
+	digest       string
+	commands     []string
+	commandBytes [][]byte // the names as buffers, made once
+	bufBudget    int      // bytes a call's live buffers may hold
+	limits       Limits
+	log          *slog.Logger
+	rec          sandbox.Recorder
 
 	// Gates, bound here and nowhere else. A capability with no gate (subprocess,
 	// in this release) has no imports linked at all.
@@ -78,20 +79,22 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		return nil, err
 	}
 	m := &Module{
-		h:       h,
-		id:      man.ID,
-		version: man.Version,
-		digest:  Digest(wasm),
-		limits:  limits,
-		log:     h.log.With("module", man.ID),
-		rec:     h.rec,
-		pool:    newPool(),
-		lim:     newLimiter(limits.Concurrency),
-		done:    make(chan struct{}),
-		idle:    make(chan struct{}),
+		h:         h,
+		id:        man.ID,
+		version:   man.Version,
+		digest:    Digest(wasm),
+		limits:    limits,
+		log:       h.log.With("module", man.ID),
+		rec:       h.rec,
+		pool:      newPool(),
+		bufBudget: bufBudget(limits),
+		lim:       newLimiter(limits.Concurrency),
+		done:      make(chan struct{}),
+		idle:      make(chan struct{}),
 	}
 	for _, c := range man.Commands {
 		m.commands = append(m.commands, c.Name)
+		m.commandBytes = append(m.commandBytes, []byte(c.Name))
 	}
 	// The network gate always exists: with an empty allowlist it denies every
 	// request (and each denial is audited), so a module that links an HTTP
@@ -143,7 +146,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		if m.fs != nil {
 			workDirs = wholeTreeRoots(m.fs.WriteGlobs())
 			for _, g := range m.fs.WriteGlobs() {
-				writeRoots = append(writeRoots, GlobRoot(g))
+				writeRoots = append(writeRoots, fsgate.Root(g))
 			}
 		}
 		var op execgate.Operator
@@ -291,7 +294,7 @@ type instance struct {
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 	inst := &instance{m: m, sleepCtx: ctx}
-	inst.err.module = m.id
+	inst.st.bufBudget = m.bufBudget
 	inst.err.log = m.log
 	inst.err.st = &inst.st
 	out := &inst.err // stdout and stderr both go to the module log
@@ -447,12 +450,11 @@ func (m *Module) close(ctx context.Context) {
 // bounded: lines share the call's log budget, a partial line is capped at
 // MaxLogLine, and only the last maxTail bytes are kept.
 type tailWriter struct {
-	module string
-	log    *slog.Logger
-	st     *callState // the owning instance's call state (for the log budget)
-	mu     sync.Mutex
-	buf    []byte // the current partial line, at most MaxLogLine
-	last   []byte // the last maxTail bytes written
+	log  *slog.Logger
+	st   *callState // the owning instance's call state (for the log budget)
+	mu   sync.Mutex
+	buf  []byte // the current partial line, at most MaxLogLine
+	last []byte // the last maxTail bytes written
 }
 
 const maxTail = 2048
@@ -512,8 +514,6 @@ func (w *tailWriter) tail() string {
 	return string(w.last)
 }
 
-func (w *tailWriter) resetCall() {}
-
 // closeGates releases the gates' resources.
 func (m *Module) closeGates() {
 	m.net.Close()
@@ -533,21 +533,6 @@ func wholeTreeRoots(globs []string) []string {
 		}
 	}
 	return roots
-}
-
-// GlobRoot returns the directory a glob's matches all live under: its
-// longest leading path without wildcards, cut at a "/" (for a glob without
-// wildcards, its parent directory).
-func GlobRoot(g string) string {
-	i := strings.IndexAny(g, "*?[{")
-	if i < 0 {
-		return path.Dir(g)
-	}
-	j := strings.LastIndexByte(g[:i], '/')
-	if j <= 0 {
-		return "/"
-	}
-	return g[:j]
 }
 
 // expandHome turns "~/x" globs into absolute ones under home. A home that is

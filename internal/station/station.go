@@ -21,6 +21,7 @@ import (
 	"github.com/station-dev/station/internal/audit"
 	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/execgate"
+	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/store"
@@ -209,7 +210,7 @@ func writeRoot(g, home string) string {
 	if rest, ok := strings.CutPrefix(g, "~/"); ok {
 		g = filepath.ToSlash(filepath.Join(home, rest))
 	}
-	return host.GlobRoot(g)
+	return fsgate.Root(g)
 }
 
 func execOperator(ctx context.Context, cfg *config.Config, stationHome string, st *store.Store) execgate.Operator {
