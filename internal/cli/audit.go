@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"context"
 	"fmt"
 	"text/tabwriter"
 	"time"
@@ -28,7 +27,6 @@ capability, target, decision and reason. Newest last.`,
 			if err != nil {
 				return err
 			}
-			defer s.Close(context.WithoutCancel(ctx))
 			if since > 0 {
 				f.Since = time.Now().Add(-since)
 			}

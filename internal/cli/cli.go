@@ -43,11 +43,12 @@ type IO struct {
 }
 
 type app struct {
-	closers []io.Closer
-	io      IO
-	home    string
-	verbose bool
-	opener  func(ctx context.Context, home string, opts station.Options) (*station.Station, error)
+	stations []*station.Station // opened by commands; closed by Run
+	closers  []io.Closer
+	io       IO
+	home     string
+	verbose  bool
+	opener   func(ctx context.Context, home string, opts station.Options) (*station.Station, error)
 }
 
 // Main runs the station CLI and returns its exit code.
@@ -75,6 +76,9 @@ func Run(ctx context.Context, args []string, iostreams IO) int {
 	root.SetOut(iostreams.Out)
 	root.SetErr(iostreams.Err)
 	err := root.ExecuteContext(ctx)
+	for _, s := range a.stations {
+		err = errors.Join(err, s.Close(context.WithoutCancel(ctx)))
+	}
 	for _, c := range a.closers {
 		c.Close()
 	}
@@ -170,13 +174,19 @@ func (a *app) logger(home string) *slog.Logger {
 	return slog.New(h)
 }
 
-// open opens the station for a command; the caller must Close it.
+// open opens the station for a command. Run closes it (flushing the audit
+// log) when the command returns, before the log file.
 func (a *app) open(ctx context.Context) (*station.Station, error) {
 	home, err := a.homeDir()
 	if err != nil {
 		return nil, err
 	}
-	return a.opener(ctx, home, station.Options{Logger: a.logger(home)})
+	s, err := a.opener(ctx, home, station.Options{Logger: a.logger(home)})
+	if err != nil {
+		return nil, err
+	}
+	a.stations = append(a.stations, s)
+	return s, nil
 }
 
 func exactArgs(n int, names ...string) cobra.PositionalArgs {

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -77,7 +76,6 @@ scripts after reviewing the manifest.`,
 			if err != nil {
 				return err
 			}
-			defer s.Close(context.WithoutCancel(ctx))
 			plan, err := s.Install(ctx, args[0], func(p station.Plan) (bool, error) {
 				if !asJSON {
 					printPlan(a.io.Err, p)
@@ -148,7 +146,6 @@ func (a *app) moduleListCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer s.Close(context.WithoutCancel(ctx))
 			mods, err := s.Store.Modules(ctx)
 			if err != nil {
 				return err
@@ -194,7 +191,6 @@ func (a *app) moduleShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer s.Close(context.WithoutCancel(ctx))
 			rec, err := s.Store.Module(ctx, args[0])
 			if err != nil {
 				return fmt.Errorf("show %s: module is not installed", args[0])
@@ -251,7 +247,6 @@ func (a *app) moduleRemoveCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			defer s.Close(context.WithoutCancel(ctx))
 			if err := s.Remove(ctx, args[0]); err != nil {
 				return err
 			}

@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -39,7 +38,6 @@ timed out.`,
 			if err != nil {
 				return err
 			}
-			defer s.Close(context.WithoutCancel(ctx))
 			out, err := s.Run(ctx, args[0], args[1], in)
 			if err != nil {
 				return err
