@@ -295,6 +295,7 @@ func (g *Gate) Run(ctx context.Context, req *abi.ProcessRequest) (*abi.ProcessRe
 		Time:       time.Now(),
 		Module:     g.module,
 		Command:    sandbox.CommandFrom(ctx),
+		Trace:      sandbox.CallFrom(ctx).TraceName(),
 		Capability: sandbox.Subprocess,
 		Target:     c.target,
 		Allowed:    true,
@@ -322,7 +323,7 @@ func (g *Gate) check(ctx context.Context, req *abi.ProcessRequest) (*call, error
 			what = req.Argv[0]
 		}
 		v := sandbox.Deny(g.module, sandbox.Subprocess, what, err.Error())
-		g.rec.Record(v.Decision(sandbox.CommandFrom(ctx)))
+		g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
 		return nil, err
 	}
 	name := req.Argv[0]
@@ -453,7 +454,7 @@ func (g *Gate) openDir(ctx context.Context, c *call, dir string) error {
 			return g.deny(ctx, target, g.outsideReason())
 		}
 		err = fmt.Errorf("%w: dir %s: %v", ErrInvalid, sandbox.Sanitize(dir), cause(err))
-		g.rec.Record(sandbox.Deny(g.module, sandbox.Subprocess, target, err.Error()).Decision(sandbox.CommandFrom(ctx)))
+		g.rec.Record(sandbox.Deny(g.module, sandbox.Subprocess, target, err.Error()).Decision(sandbox.CallFrom(ctx)))
 		return err
 	}
 	for _, wd := range g.workDirs {
@@ -483,7 +484,7 @@ func (g *Gate) openDir(ctx context.Context, c *call, dir string) error {
 		}
 		if err != nil {
 			err = fmt.Errorf("%w: dir %s: %v", ErrInvalid, sandbox.Sanitize(dir), cause(err))
-			g.rec.Record(sandbox.Deny(g.module, sandbox.Subprocess, target, err.Error()).Decision(sandbox.CommandFrom(ctx)))
+			g.rec.Record(sandbox.Deny(g.module, sandbox.Subprocess, target, err.Error()).Decision(sandbox.CallFrom(ctx)))
 			return err
 		}
 		c.dir, c.dirFD = real, f
@@ -551,7 +552,7 @@ func short(d string) string {
 // deny records a denial and returns it as a violation.
 func (g *Gate) deny(ctx context.Context, target, reason string) *sandbox.Violation {
 	v := sandbox.Deny(g.module, sandbox.Subprocess, target, reason)
-	g.rec.Record(v.Decision(sandbox.CommandFrom(ctx)))
+	g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
 	return v
 }
 

@@ -45,9 +45,9 @@ type Options struct {
 // Hooks connect one wazero instance's filesystem to the call it serves.
 // Both functions may be nil.
 type Hooks struct {
-	// Command returns the command of the call in progress, used only to
-	// attribute decisions ("" outside a call).
-	Command func() string
+	// Call returns the call in progress, used only to attribute decisions
+	// (nil outside a call).
+	Call func() *sandbox.Call
 	// Denied is called with every denial made while serving the instance,
 	// so that the host can report it if the call fails.
 	Denied func(*sandbox.Violation)

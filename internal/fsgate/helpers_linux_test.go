@@ -129,7 +129,7 @@ func newEnv(t *testing.T, base string, writes, reads []string, quota int64) *env
 func (e *env) hooks() Hooks {
 	var mu sync.Mutex
 	return Hooks{
-		Command: func() string { return e.command },
+		Call: func() *sandbox.Call { return &sandbox.Call{Command: e.command} },
 		Denied: func(v *sandbox.Violation) {
 			mu.Lock()
 			e.violations = append(e.violations, v)

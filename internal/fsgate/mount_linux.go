@@ -132,17 +132,17 @@ func (m *mountFS) String() string { return m.root.path }
 // host returns the host path of a clean relative path.
 func (m *mountFS) host(rel string) string { return hostPath(m.root.path, rel) }
 
-func (m *mountFS) command() string {
-	if m.hooks.Command == nil {
-		return ""
+func (m *mountFS) call() *sandbox.Call {
+	if m.hooks.Call == nil {
+		return nil
 	}
-	return m.hooks.Command()
+	return m.hooks.Call()
 }
 
 // deny records a denial, reports it to the instance and returns e.
 func (m *mountFS) deny(target, reason string, e errno) errno {
 	v := sandbox.Deny(m.g.module, sandbox.Filesystem, target, reason)
-	m.g.rec.Record(v.Decision(m.command()))
+	m.g.rec.Record(v.Decision(m.call()))
 	if m.hooks.Denied != nil {
 		m.hooks.Denied(v)
 	}
@@ -154,7 +154,8 @@ func (m *mountFS) allow(target, reason string) {
 	m.g.rec.Record(sandbox.Decision{
 		Time:       time.Now(),
 		Module:     m.g.module,
-		Command:    m.command(),
+		Command:    m.call().CommandName(),
+		Trace:      m.call().TraceName(),
 		Capability: sandbox.Filesystem,
 		Target:     sandbox.Sanitize(target),
 		Allowed:    true,

@@ -60,7 +60,7 @@ func (e *CallError) Unwrap() error {
 // may touch while a call is active. It is reset after each call.
 type callState struct {
 	ctx       context.Context
-	command   string
+	call      *sandbox.Call // attribution of the call in progress; nil between calls
 	bufs      [MaxBuffers][]byte
 	live      [MaxBuffers]bool
 	output    []byte
@@ -75,7 +75,7 @@ type callState struct {
 
 func (st *callState) reset() {
 	st.ctx = nil
-	st.command = ""
+	st.call = nil
 	for i := range st.bufs {
 		st.bufs[i] = nil
 		st.live[i] = false
@@ -165,12 +165,13 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		}
 	}
 
-	ctx = sandbox.WithCall(ctx, &sandbox.Call{Module: m.id, Command: command})
+	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}
+	ctx = sandbox.WithCall(ctx, call)
 	st := &inst.st
 	st.violation, st.fault = nil, "" // nothing from the start function is this call's
 	st.ctx = ctx
 	inst.sleepCtx = ctx
-	st.command = command
+	st.call = call
 	cmdH := st.newBuf(m.commandBytes[ci]) // shared and never written: buf_read only copies out
 	var inH uint32
 	if len(input) > 0 {

@@ -90,7 +90,7 @@ func negStatus(s abi.Status) uint64 { return uint64(uint32(-int32(s))) }
 func (m *Module) fault(inst *instance, fn string, ptr, length uint32) {
 	target := fmt.Sprintf("%s(ptr=%#x, len=%d)", fn, ptr, length)
 	reason := fmt.Sprintf("is outside guest memory (%d bytes)", inst.mem.Size())
-	m.rec.Record(sandbox.Decision{Time: time.Now(), Module: m.id, Command: inst.st.command, Capability: sandbox.Host, Target: target, Reason: reason})
+	m.rec.Record(sandbox.Decision{Time: time.Now(), Module: m.id, Command: inst.st.call.CommandName(), Trace: inst.st.call.TraceName(), Capability: sandbox.Host, Target: target, Reason: reason})
 	if inst.st.fault == "" {
 		inst.st.fault = fmt.Sprintf("host call %s: pointer %#x and length %d are outside guest memory (%d bytes)", fn, ptr, length, inst.mem.Size())
 	}
@@ -202,7 +202,7 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	// The guest's text is never the message: a module must not be able to
 	// write a line that reads like the station's own.
-	m.log.Log(ctx, lvl, GuestLogMessage, "command", inst.st.command, "text", sanitizeLog(b))
+	m.log.Log(ctx, lvl, GuestLogMessage, "command", inst.st.call.CommandName(), "text", sanitizeLog(b))
 	stack[0] = 0
 }
 

@@ -312,7 +312,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		// The module sees exactly its mounts; every operation on them goes
 		// through its filesystem gate.
 		mounts, err := m.fs.Mounts(fsgate.Hooks{
-			Command: func() string { return inst.st.command },
+			Call: func() *sandbox.Call { return inst.st.call },
 			Denied: func(v *sandbox.Violation) {
 				if inst.st.violation == nil {
 					inst.st.violation = v

@@ -241,7 +241,7 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 			what = redactRaw(req.URL)
 		}
 		v := sandbox.Deny(g.module, sandbox.Network, what, err.Error())
-		g.rec.Record(v.Decision(sandbox.CommandFrom(ctx)))
+		g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
 		return nil, err
 	}
 	ctx = context.WithValue(ctx, callKey{}, ctx)
@@ -300,6 +300,7 @@ func (g *Gate) allowed(ctx context.Context, target, reason string) {
 		Time:       time.Now(),
 		Module:     g.module,
 		Command:    sandbox.CommandFrom(ctx),
+		Trace:      sandbox.CallFrom(ctx).TraceName(),
 		Capability: sandbox.Network,
 		Target:     target,
 		Allowed:    true,
@@ -310,7 +311,7 @@ func (g *Gate) allowed(ctx context.Context, target, reason string) {
 // deny records a denial and returns it as a violation.
 func (g *Gate) deny(ctx context.Context, target, reason string) *sandbox.Violation {
 	v := sandbox.Deny(g.module, sandbox.Network, target, reason)
-	g.rec.Record(v.Decision(sandbox.CommandFrom(ctx)))
+	g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
 	return v
 }
 

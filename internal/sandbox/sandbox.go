@@ -38,6 +38,9 @@ type Decision struct {
 	Target     string     `json:"target"`
 	Allowed    bool       `json:"allowed"`
 	Reason     string     `json:"reason,omitempty"`
+	// Trace, if set, names what the call was part of (a workflow run's
+	// step, a daemon request): the caller's sandbox.WithTrace.
+	Trace string `json:"trace,omitempty"`
 }
 
 // Recorder receives every decision a gate makes. Implementations must be safe
@@ -76,9 +79,10 @@ func Deny(module string, c Capability, target, reason string) *Violation {
 	return &Violation{Module: module, Capability: c, Target: Sanitize(target), Reason: reason}
 }
 
-// Decision returns the audit decision that corresponds to v.
-func (v *Violation) Decision(command string) Decision {
-	return Decision{Time: time.Now(), Module: v.Module, Command: command, Capability: v.Capability, Target: v.Target, Reason: v.Reason}
+// Decision returns the audit decision that corresponds to v, attributed to
+// call c (which may be nil).
+func (v *Violation) Decision(c *Call) Decision {
+	return Decision{Time: time.Now(), Module: v.Module, Command: c.CommandName(), Trace: c.TraceName(), Capability: v.Capability, Target: v.Target, Reason: v.Reason}
 }
 
 // MaxTargetLen bounds a sanitized target.
@@ -124,6 +128,39 @@ type callKey struct{}
 type Call struct {
 	Module  string
 	Command string
+	Trace   string // the caller's WithTrace, if any
+}
+
+// CommandName returns c.Command, or "" for a nil c.
+func (c *Call) CommandName() string {
+	if c == nil {
+		return ""
+	}
+	return c.Command
+}
+
+// TraceName returns c.Trace, or "" for a nil c.
+func (c *Call) TraceName() string {
+	if c == nil {
+		return ""
+	}
+	return c.Trace
+}
+
+type traceKey struct{}
+
+// WithTrace returns ctx carrying trace, a caller's name for what a dispatch
+// is part of (for example "run/42/step/invoice"). The dispatch copies it
+// into every decision of the call, so the audit log can be read per trace.
+// Like Call, it never decides anything.
+func WithTrace(ctx context.Context, trace string) context.Context {
+	return context.WithValue(ctx, traceKey{}, trace)
+}
+
+// TraceFrom returns the trace in ctx, or "".
+func TraceFrom(ctx context.Context) string {
+	t, _ := ctx.Value(traceKey{}).(string)
+	return t
 }
 
 // WithCall returns ctx carrying c.
@@ -138,9 +175,4 @@ func CallFrom(ctx context.Context) *Call {
 }
 
 // CommandFrom returns the command name of the call in ctx, or "".
-func CommandFrom(ctx context.Context) string {
-	if c := CallFrom(ctx); c != nil {
-		return c.Command
-	}
-	return ""
-}
+func CommandFrom(ctx context.Context) string { return CallFrom(ctx).CommandName() }

@@ -25,6 +25,9 @@ type AuditFilter struct {
 	Module string
 	// DeniedOnly selects only denials.
 	DeniedOnly bool
+	// Trace, if set, selects only decisions of calls made with this trace
+	// (sandbox.WithTrace).
+	Trace string
 	// Since, if set, selects only decisions made at or after it.
 	Since time.Time
 	// Limit is the most records returned (the newest ones); 0 means
@@ -43,8 +46,8 @@ func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) e
 		return nil
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, module, command, capability, target, allowed, reason)
-			VALUES (?, ?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, module, command, capability, target, allowed, reason, trace)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -54,7 +57,7 @@ func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) e
 			if err != nil {
 				return fmt.Errorf("decision of %s: %w", d.Module, err)
 			}
-			if _, err := stmt.ExecContext(ctx, at, d.Module, d.Command, string(d.Capability), d.Target, d.Allowed, d.Reason); err != nil {
+			if _, err := stmt.ExecContext(ctx, at, d.Module, d.Command, string(d.Capability), d.Target, d.Allowed, d.Reason, d.Trace); err != nil {
 				return err
 			}
 		}
@@ -78,6 +81,10 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		where = append(where, "module = ?")
 		args = append(args, f.Module)
 	}
+	if f.Trace != "" {
+		where = append(where, "trace = ?")
+		args = append(args, f.Trace)
+	}
 	if f.DeniedOnly {
 		where = append(where, "allowed = 0")
 	}
@@ -91,7 +98,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		where = append(where, "time >= ?", "id >= (SELECT min(id) FROM audit WHERE time >= ?)")
 		args = append(args, since, since)
 	}
-	q := `SELECT id, time, module, command, capability, target, allowed, reason FROM audit`
+	q := `SELECT id, time, module, command, capability, target, allowed, reason, trace FROM audit`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -107,7 +114,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		var r AuditRecord
 		var at int64
 		var capability string
-		if err := rows.Scan(&r.ID, &at, &r.Module, &r.Command, &capability, &r.Target, &r.Allowed, &r.Reason); err != nil {
+		if err := rows.Scan(&r.ID, &at, &r.Module, &r.Command, &capability, &r.Target, &r.Allowed, &r.Reason, &r.Trace); err != nil {
 			return nil, fmt.Errorf("read audit: %w", err)
 		}
 		r.Time = fromNanos(at)

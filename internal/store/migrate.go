@@ -12,6 +12,8 @@ import (
 //
 // History:
 //   - 1: modules, audit.
+//   - 2: audit.trace (what a call was part of: a workflow step, a daemon
+//     request); llm_usage (tokens the station spent for each module).
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -38,11 +40,24 @@ var migrations = []string{
 	-- Denials are rare and what the operator looks for; a partial index
 	-- costs nothing on the allowed decisions that make up most writes.
 	CREATE INDEX audit_denied ON audit (id) WHERE allowed = 0;`,
+	// 2
+	`ALTER TABLE audit ADD COLUMN trace TEXT NOT NULL DEFAULT '';
+	CREATE INDEX audit_trace ON audit (trace, id) WHERE trace != '';
+	CREATE TABLE llm_usage (
+		id                INTEGER PRIMARY KEY,
+		time              INTEGER NOT NULL, -- Unix nanoseconds, UTC
+		module            TEXT NOT NULL,    -- '' for the station's own calls (workflow llm steps)
+		trace             TEXT NOT NULL,
+		model             TEXT NOT NULL,
+		prompt_tokens     INTEGER NOT NULL,
+		completion_tokens INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX llm_usage_module ON llm_usage (module, time);`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {

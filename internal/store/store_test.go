@@ -265,7 +265,11 @@ func TestAudit(t *testing.T) {
 		if i%2 == 1 {
 			module = "anna/b"
 		}
-		all = append(all, decision(i, module, i%3 != 0, base.Add(time.Duration(i)*time.Second)))
+		d := decision(i, module, i%3 != 0, base.Add(time.Duration(i)*time.Second))
+		if i%4 == 2 {
+			d.Trace = "run/1/step/s"
+		}
+		all = append(all, d)
 	}
 	if err := s.AppendAudit(ctx, all[:4]); err != nil {
 		t.Fatal(err)
@@ -296,6 +300,8 @@ func TestAudit(t *testing.T) {
 		{"since exact nanosecond", AuditFilter{Since: base.Add(7*time.Second + 1)}, pick(8, 9)},
 		{"limit keeps newest, oldest first", AuditFilter{Limit: 3}, pick(7, 8, 9)},
 		{"limit with filter", AuditFilter{Module: "dave/a", Limit: 2}, pick(6, 8)},
+		{"trace", AuditFilter{Trace: "run/1/step/s"}, pick(2, 6)},
+		{"trace and module", AuditFilter{Trace: "run/1/step/s", Module: "anna/b"}, nil},
 		{"no match", AuditFilter{Module: "nobody/none"}, nil},
 	}
 	for _, tt := range tests {
