@@ -14,6 +14,8 @@ import (
 //   - 1: modules, audit.
 //   - 2: audit.trace (what a call was part of: a workflow step, a daemon
 //     request); llm_usage (tokens the station spent for each module).
+//   - 3: workflow_runs, workflow_steps, workflow_attempts (workflow run
+//     history, persisted as runs progress, for show and resume).
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -53,11 +55,56 @@ var migrations = []string{
 		completion_tokens INTEGER NOT NULL
 	) STRICT;
 	CREATE INDEX llm_usage_module ON llm_usage (module, time);`,
+	// 3
+	`CREATE TABLE workflow_runs (
+		id          INTEGER PRIMARY KEY,
+		workflow    TEXT NOT NULL,      -- the workflow's name
+		file        TEXT NOT NULL,      -- the absolute path it was read from
+		digest      TEXT NOT NULL,      -- sha256 of the file: resume refuses a changed file
+		inputs      BLOB NOT NULL,      -- JSON object of the resolved inputs
+		status      TEXT NOT NULL,      -- running, succeeded, failed, interrupted
+		output      BLOB,               -- JSON, once succeeded
+		error       TEXT NOT NULL DEFAULT '',
+		owner       TEXT NOT NULL,      -- the process running it (pid:start:nonce)
+		started_at  INTEGER NOT NULL,   -- Unix nanoseconds, UTC
+		updated_at  INTEGER NOT NULL,
+		finished_at INTEGER NOT NULL DEFAULT 0,
+		resumes     INTEGER NOT NULL DEFAULT 0
+	) STRICT;
+	CREATE INDEX workflow_runs_running ON workflow_runs (id) WHERE status = 'running';
+	CREATE TABLE workflow_steps (
+		run_id      INTEGER NOT NULL REFERENCES workflow_runs (id) ON DELETE CASCADE,
+		step        TEXT NOT NULL,
+		position    INTEGER NOT NULL,   -- order in the file
+		uses        TEXT NOT NULL,      -- "owner/slug command" or "llm"
+		status      TEXT NOT NULL,      -- pending, running, succeeded, failed, skipped
+		continued   INTEGER NOT NULL DEFAULT 0, -- failed, and the run went on (continue_on_error)
+		input       BLOB,               -- JSON the last attempt was given
+		output      BLOB,               -- JSON, once succeeded
+		error       TEXT NOT NULL DEFAULT '',
+		attempts    INTEGER NOT NULL DEFAULT 0,
+		started_at  INTEGER NOT NULL DEFAULT 0,
+		finished_at INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (run_id, step)
+	) STRICT;
+	CREATE TABLE workflow_attempts (
+		run_id      INTEGER NOT NULL,
+		step        TEXT NOT NULL,
+		attempt     INTEGER NOT NULL,   -- 1-based, never reused (a resume goes on counting)
+		trace       TEXT NOT NULL,      -- the audit trace of the attempt's module call
+		status      TEXT NOT NULL,      -- running, succeeded, failed
+		error       TEXT NOT NULL DEFAULT '',
+		error_kind  TEXT NOT NULL DEFAULT '',
+		started_at  INTEGER NOT NULL,
+		finished_at INTEGER NOT NULL DEFAULT 0,
+		PRIMARY KEY (run_id, step, attempt),
+		FOREIGN KEY (run_id, step) REFERENCES workflow_steps (run_id, step) ON DELETE CASCADE
+	) STRICT;`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {
