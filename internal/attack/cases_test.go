@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -282,6 +283,17 @@ func execCases(w *world) []acase {
 		{name: "child touches a file outside the grant", act: probe.Exec("touch", j("secret.txt")), want: want{exit: "nonzero"}},
 		{name: "child touches another module's file", act: probe.Exec("touch", j("out/keep.txt")), want: want{exit: "nonzero"}},
 		{name: "control: child writes in its grant", act: probe.Exec("touch", j("work/ok")), want: want{exit: "zero"}, fsMay: []string{"work/ok"}},
+		{name: "child reads a file outside its trees", act: probe.Exec("curl", "-sS", "file://"+j("secret.txt")), want: want{exit: "nonzero", out: ""}},
+		{name: "child reads another module's file", act: probe.Exec("curl", "-sS", "file://"+j("out/keep.txt")), want: want{exit: "nonzero", out: ""}},
+		{name: "child reads the station's database", act: probe.Exec("curl", "-sS", "-o", "/dev/null", "file://"+filepath.Join(w.home, "station.db")), want: want{exit: "nonzero"}},
+		{name: "child reads the station's environment", act: probe.Exec("curl", "-sS", "file:///proc/"+strconv.Itoa(os.Getpid())+"/environ"), want: want{exit: "nonzero", out: ""}},
+		{name: "child reaches a Unix socket", act: probe.Exec("curl", "-sS", "--max-time", "3", "--unix-socket", w.sock, "http://agent/"), want: want{exit: "nonzero"},
+			post: func(t *testing.T, w *world) {
+				if n := w.sockAccepted.Load(); n != 0 {
+					t.Errorf("the Unix socket accepted %d connections", n)
+				}
+			}},
+		{name: "control: child reads in its grant", setup: []probe.Action{probe.Write(j("work/mine.txt"), "mine")}, act: probe.Exec("curl", "-sS", "file://"+j("work/mine.txt")), want: want{exit: "zero", out: "mine"}, fsMay: []string{"work/mine.txt"}},
 		{name: "no route without the grant", module: modFS, act: probe.Raw("process_run", 16, 16), want: want{}},
 		{name: "exec action without the grant", module: modFS, act: probe.Exec("echo", "x"), want: want{}},
 	}

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/netip"
 	"os"
@@ -90,6 +91,9 @@ type world struct {
 
 	slowIn      chan struct{} // a request reached /slow
 	slowRelease chan struct{} // releases /slow
+
+	sock         string       // a Unix socket (an "agent") outside every module's trees
+	sockAccepted atomic.Int32 // connections it accepted
 }
 
 const (
@@ -171,6 +175,22 @@ func newWorld(t *testing.T, strict bool) *world {
 	w.srv["stripe"] = w.ca.TLSServer(t, stripe, "api.stripe.com")
 
 	w.d = fsTree(t)
+	w.sock = filepath.Join(t.TempDir(), "agent.sock")
+	ln, err := net.Listen("unix", w.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			w.sockAccepted.Add(1)
+			c.Close()
+		}
+	}()
 	caPath := w.ca.WriteFile(t, w.home)
 	var cfg strings.Builder
 	fmt.Fprintf(&cfg, "network:\n  resolve:\n")

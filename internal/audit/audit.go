@@ -9,6 +9,10 @@
 // full Record blocks until there is room (backpressure), and a batch the
 // store refuses is retried, then written to the station log with an error
 // that the next Flush or Close returns.
+//
+// Each module's decisions are rate-limited (ratelimit.go): over its rate,
+// decisions are counted and stored as summaries with exact counts, so a
+// module cannot flood the log while the log still accounts for everything.
 package audit
 
 import (
@@ -43,6 +47,7 @@ type appender interface {
 // sandbox.Recorder and is safe for concurrent use.
 type Writer struct {
 	store       appender
+	rate        *rateLimiter // nil: every decision is stored one by one
 	log         *slog.Logger
 	retryDelays []time.Duration
 
@@ -73,7 +78,9 @@ type waiter struct {
 // background goroutine; Close stops it. Failures to store are logged to
 // logger (slog.Default() if nil).
 func NewWriter(s *store.Store, logger *slog.Logger) *Writer {
-	return newWriter(s, logger)
+	w := newWriter(s, logger)
+	w.rate = newRateLimiter(DefaultRate, DefaultBurst, time.Now)
+	return w
 }
 
 func newWriter(s appender, logger *slog.Logger) *Writer {
@@ -101,6 +108,20 @@ func (w *Writer) Record(d sandbox.Decision) {
 	if d.Time.IsZero() {
 		d.Time = time.Now()
 	}
+	if w.rate != nil {
+		keep, summaries := w.rate.admit(d)
+		for _, s := range summaries {
+			w.enqueue(s)
+		}
+		if !keep {
+			return
+		}
+	}
+	w.enqueue(d)
+}
+
+// enqueue queues d, blocking while the queue is full.
+func (w *Writer) enqueue(d sandbox.Decision) {
 	w.mu.Lock()
 	if w.closing {
 		w.mu.Unlock()
@@ -134,6 +155,7 @@ func (w *Writer) signal() {
 // since the last Flush or Close that returned an error, or ctx's error if it
 // ends first.
 func (w *Writer) Flush(ctx context.Context) error {
+	w.flushSummaries()
 	w.mu.Lock()
 	target := w.recorded
 	if w.stored >= target {
@@ -159,6 +181,7 @@ func (w *Writer) Flush(ctx context.Context) error {
 // returns its error and the writer finishes storing in the background.
 func (w *Writer) Close(ctx context.Context) error {
 	w.closeOnce.Do(func() {
+		w.flushSummaries()
 		w.mu.Lock()
 		w.closing = true
 		w.mu.Unlock()
@@ -171,6 +194,16 @@ func (w *Writer) Close(ctx context.Context) error {
 		return w.takeFailed()
 	case <-ctx.Done():
 		return fmt.Errorf("close audit log: %w", ctx.Err())
+	}
+}
+
+// flushSummaries queues the summaries of decisions the rate limit held.
+func (w *Writer) flushSummaries() {
+	if w.rate == nil {
+		return
+	}
+	for _, s := range w.rate.flush() {
+		w.enqueue(s)
 	}
 }
 

@@ -109,6 +109,7 @@ func landlockABI() int {
 type confinement struct {
 	platform
 	execRoots []string // where children may execute files (Landlock)
+	readRoots []string // where children may read files and list directories (Landlock)
 	workDirs  []string // where children may write, with the call's scratch dir
 }
 
@@ -116,7 +117,15 @@ type confinement struct {
 // the search path and the granted programs' directories.
 var systemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt", "/nix/store", "/gnu/store", "/snap"}
 
-func newConfinement(set *settings, workDirs, programDirs []string) confinement {
+// readableRoots are the trees, besides the system roots, that children may
+// read: configuration programs need (/etc: the loader cache, locale, name
+// service, CA certificates), devices (/dev/null, /dev/urandom) and kernel
+// views (/proc, /sys). Landlock keeps /proc from being a way into the
+// station: a sandboxed process may not ptrace, so neither read the memory nor
+// the environment of, any process outside its domain.
+var readableRoots = []string{"/etc", "/dev", "/proc", "/sys"}
+
+func newConfinement(set *settings, workDirs, readDirs, programDirs []string) confinement {
 	c := confinement{platform: currentPlatform(), workDirs: workDirs}
 	if c.landlock == 0 {
 		return c
@@ -130,6 +139,21 @@ func newConfinement(set *settings, workDirs, programDirs []string) confinement {
 	}
 	for _, r := range roots {
 		c.execRoots = appendUnique(c.execRoots, cover(r, avoid, 0)...)
+	}
+	// Reads: the system and readable roots, the search path, the granted
+	// programs' directories and the module's own mount roots, minus every
+	// excluded tree (the station home, other modules' writable trees) that
+	// is not one of this module's own.
+	var readAvoid []string
+	for _, e := range set.excluded {
+		if !slices.Contains(readDirs, e) {
+			readAvoid = append(readAvoid, e)
+		}
+	}
+	for _, r := range slices.Concat(systemRoots, readableRoots, set.searchReal, programDirs, readDirs) {
+		if _, err := os.Stat(r); err == nil {
+			c.readRoots = appendUnique(c.readRoots, cover(realish(r), readAvoid, 0)...)
+		}
 	}
 	return c
 }
@@ -196,7 +220,7 @@ func (c confinement) String() string {
 		parts = append(parts, "privileges: no_new_privs")
 	}
 	if c.landlock > 0 {
-		parts = append(parts, fmt.Sprintf("files: Landlock ABI %d, writes only in work dirs and a scratch dir, programs only from system directories", c.landlock))
+		parts = append(parts, fmt.Sprintf("files: Landlock ABI %d, reads only in system directories and the module's own trees, writes only in work dirs and a scratch dir, programs only from system directories", c.landlock))
 	} else if c.landlockErr != "" {
 		parts = append(parts, "files: not confined ("+c.landlockErr+")")
 	} else {
@@ -231,6 +255,7 @@ const (
 		unix.LANDLOCK_ACCESS_FS_MAKE_REG | unix.LANDLOCK_ACCESS_FS_MAKE_SYM |
 		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO | unix.LANDLOCK_ACCESS_FS_MAKE_SOCK
 	llDevices = unix.LANDLOCK_ACCESS_FS_MAKE_CHAR | unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK
+	llRead    = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR
 	llFile    = unix.LANDLOCK_ACCESS_FS_EXECUTE | unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
 		unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_TRUNCATE | unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
 )
@@ -242,14 +267,15 @@ type rulesetAttr struct {
 
 // prepare builds the Landlock ruleset for one call: execute beneath the
 // exec roots; write beneath the work dirs and scratch; write to the null
-// devices; and, with a user namespace, write to /proc, where Go writes the
-// child's id maps from this thread. Reads are not restricted.
+// devices; read beneath the read roots, the work dirs and scratch; and,
+// with a user namespace, write to /proc, where Go writes the child's id maps
+// from this thread.
 func (c confinement) prepare(scratch string) (*ruleset, error) {
 	if c.landlock == 0 {
 		return nil, nil
 	}
 	write := uint64(llWrite)
-	handled := uint64(llExec | llWrite | llDevices)
+	handled := uint64(llExec | llWrite | llDevices | llRead)
 	size := unsafe.Sizeof(uint64(0))
 	attr := rulesetAttr{}
 	if c.landlock >= 2 {
@@ -305,8 +331,13 @@ func (c confinement) prepare(scratch string) (*ruleset, error) {
 			return fail(err)
 		}
 	}
+	for _, p := range c.readRoots {
+		if err := add(p, llRead, false); err != nil {
+			return fail(err)
+		}
+	}
 	for _, p := range append(slices.Clone(c.workDirs), scratch) {
-		if err := add(p, write, true); err != nil {
+		if err := add(p, write|llRead, true); err != nil {
 			return fail(err)
 		}
 	}

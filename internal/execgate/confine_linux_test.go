@@ -1,10 +1,15 @@
 package execgate
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"testing"
+
+	"github.com/station-dev/station/abi"
 )
 
 func TestCover(t *testing.T) {
@@ -42,6 +47,93 @@ func TestCover(t *testing.T) {
 		slices.Sort(got)
 		if !slices.Equal(got, c.want) {
 			t.Errorf("%s: cover = %q, want %q", c.name, got, c.want)
+		}
+	}
+}
+
+// TestRunReadsConfined: a child reads only the system directories, the
+// module's own trees and its scratch directory — not the user's other files,
+// not the station's state, not the station's process — and cannot reach a
+// Unix socket on the file system, wherever it is.
+func TestRunReadsConfined(t *testing.T) {
+	wd := realPath(t, t.TempDir())
+	readable := realPath(t, t.TempDir())
+	outside := realPath(t, t.TempDir())
+	home := filepath.Join(readable, "station-home") // an excluded tree inside a readable one
+	if err := os.Mkdir(home, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	write := func(p, s string) string {
+		t.Helper()
+		if err := os.WriteFile(p, []byte(s), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	inWork := write(filepath.Join(wd, "in-work"), "work")
+	inRead := write(filepath.Join(readable, "in-read"), "read")
+	secret := write(filepath.Join(outside, "secret"), "secret")
+	state := write(filepath.Join(home, "station.db"), "state")
+
+	name, op := helperProgram(t, wd, home)
+	progs, err := Resolve([]string{name}, op)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := New(Options{Module: "test/reads", Programs: progs, Env: []string{helperVar}, WorkDirs: []string{wd}, ReadDirs: []string{readable}, Operator: op})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g.conf.landlockABI() == 0 {
+		t.Skipf("no Landlock here: %s", g.Confinement())
+	}
+	run := func(mode string, args ...string) *abi.ProcessResponse {
+		t.Helper()
+		resp, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: append([]string{name}, args...), Env: map[string]string{helperVar: mode}, Dir: wd})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	for _, c := range []struct {
+		path string
+		ok   bool
+	}{
+		{inWork, true},
+		{inRead, true},
+		{"/etc/passwd", true},
+		{secret, false},
+		{state, false},
+		{fmt.Sprintf("/proc/%d/environ", os.Getpid()), false},
+	} {
+		resp := run("read", c.path)
+		if got := resp.ExitCode == 0; got != c.ok {
+			t.Errorf("child read %s: exit %d (%q), want readable=%v", c.path, resp.ExitCode, resp.Stdout, c.ok)
+		}
+	}
+
+	// Unix sockets: one outside every tree, one inside the work dir.
+	for _, dir := range []string{outside, wd} {
+		sock := filepath.Join(dir, "agent.sock")
+		ln, err := net.Listen("unix", sock)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var accepted atomic.Int32
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				accepted.Add(1)
+				c.Close()
+			}
+		}()
+		resp := run("unix", sock)
+		ln.Close()
+		if resp.ExitCode == 0 || accepted.Load() != 0 {
+			t.Errorf("child connected to %s: exit %d (%q), %d accepted", sock, resp.ExitCode, resp.Stdout, accepted.Load())
 		}
 	}
 }

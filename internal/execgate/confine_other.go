@@ -23,7 +23,7 @@ type confinement struct{ platform }
 
 type ruleset struct{}
 
-func newConfinement(set *settings, workDirs, programDirs []string) confinement {
+func newConfinement(set *settings, workDirs, readDirs, programDirs []string) confinement {
 	return confinement{platform: currentPlatform()}
 }
 

@@ -73,6 +73,11 @@ type Options struct {
 	// (where the platform can enforce it) and in a scratch directory the
 	// gate creates for each call.
 	WorkDirs []string
+	// ReadDirs are the module's mount roots (read and write). Where the
+	// platform can enforce it, children read files only beneath these, the
+	// work dirs, their scratch directory and the system directories (see
+	// docs/subprocess.md, "Confinement").
+	ReadDirs []string
 	// Operator holds the operator's settings.
 	Operator Operator
 	// Recorder receives every decision, allowed and denied; nil discards
@@ -187,7 +192,14 @@ func New(o Options) (*Gate, error) {
 	if o.Any {
 		g.known = set.knownPrograms()
 	}
-	g.conf = newConfinement(set, g.workDirs, programDirs)
+	var readDirs []string
+	for _, d := range o.ReadDirs {
+		if !filepath.IsAbs(d) || strings.IndexByte(d, 0) >= 0 {
+			return fail("read dir %q: want an absolute path", d)
+		}
+		readDirs = appendUnique(readDirs, realish(filepath.Clean(d)))
+	}
+	g.conf = newConfinement(set, g.workDirs, slices.Concat(readDirs, g.workDirs), programDirs)
 	if !g.conf.isolated() && !set.network {
 		return fail("children cannot be cut off from the network on this platform (%s); the operator must allow them the host network explicitly", g.conf.unavailable())
 	}

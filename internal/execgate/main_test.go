@@ -76,6 +76,21 @@ func helper(mode string, args []string) int {
 				fmt.Println(strings.Join(strings.Fields(l), " "))
 			}
 		}
+	case "read":
+		b, err := os.ReadFile(args[0])
+		if err != nil {
+			fmt.Print("error: ", err)
+			return 1
+		}
+		os.Stdout.Write(b)
+	case "unix":
+		c, err := net.DialTimeout("unix", args[0], 5*time.Second)
+		if err != nil {
+			fmt.Print("error: ", err)
+			return 1
+		}
+		c.Close()
+		fmt.Print("connected")
 	case "stdin":
 		io.Copy(os.Stdout, os.Stdin)
 	default:

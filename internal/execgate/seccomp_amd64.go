@@ -11,6 +11,7 @@ func currentSeccompTable() *seccompTable {
 		arch:      unix.AUDIT_ARCH_X86_64,
 		x32Bit:    0x40000000,
 		utimensat: unix.SYS_UTIMENSAT,
+		socket:    unix.SYS_SOCKET,
 		ioctl:     unix.SYS_IOCTL,
 		noop:      []uint32{unix.SYS_CHMOD, unix.SYS_FCHMOD, unix.SYS_FCHMODAT, 452}, // 452: fchmodat2
 		denied: []uint32{

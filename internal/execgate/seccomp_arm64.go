@@ -9,6 +9,7 @@ func currentSeccompTable() *seccompTable {
 	return &seccompTable{
 		arch:      unix.AUDIT_ARCH_AARCH64,
 		utimensat: unix.SYS_UTIMENSAT,
+		socket:    unix.SYS_SOCKET,
 		ioctl:     unix.SYS_IOCTL,
 		noop:      []uint32{unix.SYS_FCHMOD, unix.SYS_FCHMODAT, 452}, // 452: fchmodat2
 		denied: []uint32{

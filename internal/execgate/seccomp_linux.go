@@ -23,6 +23,7 @@ import (
 const (
 	seccompDataNr    = 0
 	seccompDataArch  = 4
+	seccompDataArg0L = 16
 	seccompDataArg1L = 16 + 8
 )
 
@@ -67,7 +68,7 @@ func metadataFilter(t *seccompTable) []unix.SockFilter {
 	// opened (touch opens for writing, which Landlock confines): allowed.
 	// With a path it is denied.
 	prog = append(prog,
-		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: t.utimensat, Jf: 5},
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: t.utimensat, Jf: 6},
 		stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg1L),
 		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jf: 2},
 		stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg1L+4),
@@ -75,6 +76,18 @@ func metadataFilter(t *seccompTable) []unix.SockFilter {
 		stmt(unix.BPF_RET|unix.BPF_K, deny),
 		stmt(unix.BPF_RET|unix.BPF_K, unix.SECCOMP_RET_ALLOW),
 		stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataNr),
+	)
+	// socket(AF_UNIX, ...) fails: a pathname socket (docker.sock, an SSH or
+	// GPG agent, a D-Bus bus) is reached through the file system, not the
+	// network namespace, and Landlock does not cover connect(2). Abstract
+	// sockets are cut off by the network namespace and Landlock's scoping.
+	// socketpair(2) stays: it connects only the two ends it creates.
+	prog = append(prog,
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: t.socket, Jf: 4},
+		stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg0L),
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.AF_UNIX, Jf: 1},
+		stmt(unix.BPF_RET|unix.BPF_K, deny),
+		stmt(unix.BPF_RET|unix.BPF_K, unix.SECCOMP_RET_ALLOW),
 	)
 	toAllow = append(toAllow, len(prog))
 	prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: t.ioctl})
@@ -107,6 +120,7 @@ type seccompTable struct {
 	x32Bit    uint32   // system call numbers at or above this are denied; 0 for none
 	ioctl     uint32   // the ioctl system call
 	utimensat uint32   // denied only with a path
+	socket    uint32   // denied for AF_UNIX
 	denied    []uint32 // system calls that fail with EPERM
 	noop      []uint32 // system calls that return 0 without doing anything (chmod)
 }

@@ -1,6 +1,7 @@
 package execgate
 
 import (
+	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/abi"
+	"golang.org/x/sys/unix"
 )
 
 // TestRunMetadataConfined: Landlock does not cover metadata, the seccomp
@@ -65,5 +67,88 @@ func TestRunMetadataConfined(t *testing.T) {
 	run("chmod", "0700", "created")
 	if fi, err := os.Stat(filepath.Join(wd, "created")); err != nil || fi.Mode().Perm()&0o100 != 0 {
 		t.Errorf("chmod in the work dir: %v %v, want the mode it was created with", fi.Mode(), err)
+	}
+}
+
+// runBPF evaluates a classic BPF program over a seccomp_data: the subset
+// metadataFilter uses (absolute word loads, JEQ/JGE on constants, returns).
+func runBPF(t *testing.T, prog []unix.SockFilter, arch, nr uint32, args [6]uint64) uint32 {
+	t.Helper()
+	var data [64]byte
+	binary.LittleEndian.PutUint32(data[0:], nr)
+	binary.LittleEndian.PutUint32(data[4:], arch)
+	for i, a := range args {
+		binary.LittleEndian.PutUint64(data[16+8*i:], a)
+	}
+	var acc uint32
+	for pc := 0; pc < len(prog); pc++ {
+		in := prog[pc]
+		switch in.Code {
+		case unix.BPF_LD | unix.BPF_W | unix.BPF_ABS:
+			acc = binary.LittleEndian.Uint32(data[in.K:])
+		case unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K:
+			if acc == in.K {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K:
+			if acc >= in.K {
+				pc += int(in.Jt)
+			} else {
+				pc += int(in.Jf)
+			}
+		case unix.BPF_RET | unix.BPF_K:
+			return in.K
+		default:
+			t.Fatalf("instruction %d: unexpected code %#x", pc, in.Code)
+		}
+	}
+	t.Fatal("fell off the end of the program")
+	return 0
+}
+
+// TestMetadataFilterDecisions walks every branch of the filter: a wrong jump
+// offset silently allows what it should deny, so each decision is checked.
+func TestMetadataFilterDecisions(t *testing.T) {
+	tab := currentSeccompTable()
+	if tab == nil {
+		t.Skip("no table for this architecture")
+	}
+	prog := metadataFilter(tab)
+	const (
+		allow = unix.SECCOMP_RET_ALLOW
+		deny  = unix.SECCOMP_RET_ERRNO | uint32(unix.EPERM)
+		noop  = unix.SECCOMP_RET_ERRNO
+		kill  = unix.SECCOMP_RET_KILL_PROCESS
+	)
+	cases := []struct {
+		name string
+		arch uint32
+		nr   uint32
+		args [6]uint64
+		want uint32
+	}{
+		{"getpid", tab.arch, unix.SYS_GETPID, [6]uint64{}, allow},
+		{"openat", tab.arch, unix.SYS_OPENAT, [6]uint64{1, 2, 3}, allow},
+		{"other architecture", tab.arch ^ 1, unix.SYS_GETPID, [6]uint64{}, kill},
+		{"fchownat", tab.arch, unix.SYS_FCHOWNAT, [6]uint64{}, deny},
+		{"fchmodat", tab.arch, unix.SYS_FCHMODAT, [6]uint64{}, noop},
+		{"utimensat with a path", tab.arch, tab.utimensat, [6]uint64{3, 0x7fff00001000}, deny},
+		{"utimensat with a high-only path", tab.arch, tab.utimensat, [6]uint64{3, 1 << 32}, deny},
+		{"futimens", tab.arch, tab.utimensat, [6]uint64{3, 0}, allow},
+		{"socket AF_UNIX", tab.arch, tab.socket, [6]uint64{unix.AF_UNIX, unix.SOCK_STREAM}, deny},
+		{"socket AF_INET", tab.arch, tab.socket, [6]uint64{unix.AF_INET, unix.SOCK_STREAM}, allow},
+		{"socket AF_INET6", tab.arch, tab.socket, [6]uint64{unix.AF_INET6, unix.SOCK_DGRAM}, allow},
+		{"socketpair AF_UNIX", tab.arch, unix.SYS_SOCKETPAIR, [6]uint64{unix.AF_UNIX}, allow},
+		{"ioctl FS_IOC_SETFLAGS", tab.arch, tab.ioctl, [6]uint64{3, unix.FS_IOC_SETFLAGS}, deny},
+		{"ioctl FS_IOC_FSSETXATTR", tab.arch, tab.ioctl, [6]uint64{3, 0x401c5820}, deny},
+		{"ioctl FIONREAD", tab.arch, tab.ioctl, [6]uint64{3, 0x541b /* FIONREAD */}, allow},
+		{"io_uring_setup", tab.arch, unix.SYS_IO_URING_SETUP, [6]uint64{}, deny},
+	}
+	for _, c := range cases {
+		if got := runBPF(t, prog, c.arch, c.nr, c.args); got != c.want {
+			t.Errorf("%s: filter returns %#x, want %#x", c.name, got, c.want)
+		}
 	}
 }

@@ -201,6 +201,16 @@ func New(o Options) (*Gate, error) {
 	return g, nil
 }
 
+// Roots returns the mount roots: the directories the module's globs, read
+// and write, begin at.
+func (g *Gate) Roots() []string {
+	out := make([]string, len(g.roots))
+	for i, r := range g.roots {
+		out[i] = r.path
+	}
+	return out
+}
+
 // WriteGlobs returns a copy of the module's write globs.
 func (g *Gate) WriteGlobs() []string { return slices.Clone(g.writeGlob) }
 

@@ -142,8 +142,9 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 			m.closeGates()
 			return nil, errors.New("requires.subprocess: the programs were not resolved at install; reinstall the module")
 		}
-		var workDirs, writeRoots []string
+		var workDirs, writeRoots, readDirs []string
 		if m.fs != nil {
+			readDirs = m.fs.Roots()
 			workDirs = wholeTreeRoots(m.fs.WriteGlobs())
 			for _, g := range m.fs.WriteGlobs() {
 				writeRoots = append(writeRoots, fsgate.Root(g))
@@ -161,6 +162,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 			Any:      sp.Any,
 			Env:      sp.Env,
 			WorkDirs: workDirs,
+			ReadDirs: readDirs,
 			Operator: op,
 			Recorder: h.rec,
 		})

@@ -77,7 +77,7 @@ func (p Permissions) Describe() []string {
 	case bool:
 		if s {
 			lines = append(lines, "MAY START ANY PROGRAM on the station's search path (operator grant)")
-			lines = append(lines, "  a child runs OUTSIDE the module's filesystem read limits: it may read any file you can; it has no network and writes only in the module's writable directories")
+			lines = append(lines, childLimits)
 		} else {
 			lines = append(lines, "may not start programs")
 		}
@@ -89,7 +89,7 @@ func (p Permissions) Describe() []string {
 			lines = append(lines, fmt.Sprintf("MAY START %s (%s, %s)", prog.Name, prog.Path, shortHash(prog.Digest)))
 		}
 		if len(p.Programs) > 0 {
-			lines = append(lines, "  a program runs OUTSIDE the module's filesystem read limits: it may read any file you can; it has no network and writes only in the module's writable directories")
+			lines = append(lines, childLimits)
 		}
 		if len(p.Env) > 0 {
 			lines = append(lines, "may pass these environment variables to them: "+strings.Join(p.Env, ", "))
@@ -106,6 +106,10 @@ func (p Permissions) Describe() []string {
 	}
 	return lines
 }
+
+// childLimits is what the approval says of a child's confinement
+// (execgate, docs/subprocess.md "Confinement").
+const childLimits = "  a program runs OUTSIDE WebAssembly: it may read system directories (/usr, /etc, ...) and the module's own directories (on kernels without Landlock: any file you can), has no network, and writes only in the module's writable directories"
 
 func shortHash(d string) string {
 	if len(d) > 19 {

@@ -1,0 +1,77 @@
+package station_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"testing"
+
+	"github.com/station-dev/station/internal/audit"
+	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/store"
+)
+
+// TestAuditFloodIsSummarized: a module looping on denied requests cannot
+// flood the audit log, and the log still accounts for every denial: the
+// records stored one by one plus the counts of the rate limit's summaries
+// add up to exactly what the module did. Another module's record is
+// untouched.
+func TestAuditFloodIsSummarized(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
+	e.install(moduleSpec{id: groqMod, allow: []string{"api.groq.com"}}, probe.Wasm(t))
+	const flood = audit.DefaultBurst + 700
+	actions := make([]probe.Action, flood)
+	for i := range actions {
+		actions[i] = probe.HTTP("GET", "https://evil.example/")
+	}
+	res := e.mustProbe(stripeMod, probe.Seq(actions...))
+	if res[0].Error != nil {
+		t.Fatalf("the flood call failed: %+v", res[0].Error)
+	}
+	e.mustProbe(groqMod, probe.HTTP("GET", "https://evil.example/"))
+
+	summary := regexp.MustCompile(`^audit rate limit: (\d+) more denied network decisions`)
+	single, summarized := 0, 0
+	for _, r := range e.audit(store.AuditFilter{Module: stripeMod, DeniedOnly: true}) {
+		if m := summary.FindStringSubmatch(r.Reason); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			summarized += n
+			continue
+		}
+		single++
+	}
+	// The bucket refills while the call runs, so more than DefaultBurst may
+	// be stored one by one; what must hold is that some were summarized and
+	// that nothing is unaccounted for.
+	if summarized == 0 || single+summarized != flood {
+		t.Errorf("flooding module: %d denials stored one by one and %d summarized; want some summarized and %d in all", single, summarized, flood)
+	}
+	if got := e.audit(store.AuditFilter{Module: groqMod, DeniedOnly: true}); len(got) != 1 || got[0].Target != "evil.example:443" {
+		t.Errorf("the other module's denials: %+v, want its one denial", got)
+	}
+	if got := e.evil.Accepted(); got != 0 {
+		t.Errorf("evil.example accepted %d connections", got)
+	}
+}
+
+// TestTraceReachesTheAudit: a caller's trace (a workflow step, a daemon
+// request) is on every decision of the call it made, and only on those.
+func TestTraceReachesTheAudit(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
+	ctx := sandbox.WithTrace(context.Background(), "run/7/step/charge")
+	if _, err := e.st.Run(ctx, stripeMod, probe.Command, probe.Run(probe.HTTP("GET", "https://api.stripe.com/"), probe.HTTP("GET", "https://evil.example/"))); err != nil {
+		t.Fatal(err)
+	}
+	e.mustProbe(stripeMod, probe.HTTP("GET", "https://evil.example/")) // untraced
+	got := e.audit(store.AuditFilter{Trace: "run/7/step/charge"})
+	if len(got) < 2 || !got[0].Allowed || got[len(got)-1].Allowed || got[len(got)-1].Target != "evil.example:443" {
+		t.Fatalf("traced decisions: %+v, want the allowed GET's and then the denied one", got)
+	}
+	all := e.audit(store.AuditFilter{Module: stripeMod})
+	if len(all) != len(got)+1 || all[len(all)-1].Trace != "" {
+		t.Errorf("all decisions: %+v, want the traced ones and one untraced", all)
+	}
+}
