@@ -26,6 +26,7 @@ const (
 	Network    Capability = "network"
 	Filesystem Capability = "filesystem"
 	Subprocess Capability = "subprocess"
+	LLM        Capability = "llm"  // completions from the station's LLM (requires.llm)
 	Host       Capability = "host" // the host boundary itself: bad pointers, oversized arguments
 )
 
