@@ -1,7 +1,8 @@
 // Package config reads the operator's station configuration,
 // $STATION_HOME/config.yaml: overrides and grants for module network egress
-// (name resolution, an extra CA, private address ranges) and the defaults
-// and maxima of module limits.
+// (name resolution, an extra CA, private address ranges), the defaults
+// and maxima of module limits, and the station's LLM provider (with
+// environment overrides; the key only ever comes from the environment).
 //
 // Only the operator writes this file; no module can change it. Decoding is
 // strict, like a manifest's: unknown keys, wrong types and duplicate keys are
@@ -38,6 +39,8 @@ type Config struct {
 	Subprocess Subprocess
 	// Filesystem holds the operator's filesystem settings.
 	Filesystem Filesystem
+	// LLM holds the station's LLM provider settings (station-level I/O).
+	LLM LLM
 	// File is the path the configuration was read from, or "" when there
 	// was no file and Config holds the defaults.
 	File string
@@ -142,7 +145,7 @@ func Default() *Config {
 		DefaultMemory:      DefaultMemory,
 		DefaultTimeout:     DefaultTimeout,
 		DefaultConcurrency: DefaultConcurrency,
-	}}
+	}, LLM: LLM{Timeout: DefaultLLMTimeout, MaxRetries: DefaultLLMMaxRetries}}
 }
 
 // Load reads home/config.yaml. A missing file yields Default(); any other

@@ -124,6 +124,7 @@ func (d *decoder) decode(data []byte) *Config {
 		{"network", func(v *yaml.Node) { d.network(v, &c.Network) }},
 		{"limits", func(v *yaml.Node) { d.limits(v, &c.Limits) }},
 		{"subprocess", func(v *yaml.Node) { d.subprocess(v, &c.Subprocess) }},
+		{"llm", func(v *yaml.Node) { d.llm(v, &c.LLM) }},
 		{"filesystem", func(v *yaml.Node) {
 			d.mapping(v, "filesystem", []field{
 				{"grant", func(v *yaml.Node) {
