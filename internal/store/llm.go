@@ -1,0 +1,132 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// LLMRecord is one row of llm_usage: a completion the station paid for,
+// for a module's llm_complete call or (with Module "") for the station's own
+// use, such as a workflow's llm step (FinishStepAttempt records those).
+type LLMRecord struct {
+	ID               int64     `json:"id"`
+	Time             time.Time `json:"time"`
+	Module           string    `json:"module"` // "" for the station's own calls
+	Trace            string    `json:"trace,omitempty"`
+	Model            string    `json:"model"`
+	PromptTokens     int       `json:"prompt_tokens"`
+	CompletionTokens int       `json:"completion_tokens"`
+}
+
+// Tokens returns the prompt and completion tokens of u together.
+func (u LLMRecord) Tokens() int64 { return int64(u.PromptTokens) + int64(u.CompletionTokens) }
+
+// LLMTotal is what a module (or the station, Module "") spent in a period.
+type LLMTotal struct {
+	Module           string `json:"module"`
+	Calls            int64  `json:"calls"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+}
+
+// AppendLLMUsage stores one completion's usage. It is written at once, not
+// through the audit queue: a module's budget is read from these rows.
+func (s *Store) AppendLLMUsage(ctx context.Context, u LLMRecord) error {
+	at, err := toNanos(u.Time)
+	if err != nil {
+		return fmt.Errorf("append llm usage of %q: %w", u.Module, err)
+	}
+	if u.PromptTokens < 0 || u.CompletionTokens < 0 {
+		return fmt.Errorf("append llm usage of %q: negative token count", u.Module)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO llm_usage (time, module, trace, model, prompt_tokens, completion_tokens) VALUES (?, ?, ?, ?, ?, ?)`,
+			at, u.Module, u.Trace, u.Model, u.PromptTokens, u.CompletionTokens)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("append llm usage of %q: %w", u.Module, err)
+	}
+	return nil
+}
+
+// LLMTokensSince returns the prompt and completion tokens module ("" for the
+// station) has used at or after since (the zero time: ever).
+func (s *Store) LLMTokensSince(ctx context.Context, module string, since time.Time) (int64, error) {
+	at, err := sinceNanos(since)
+	if err != nil {
+		return 0, fmt.Errorf("read llm usage of %q: %w", module, err)
+	}
+	var n int64
+	err = s.db.QueryRowContext(ctx, `SELECT coalesce(sum(prompt_tokens + completion_tokens), 0) FROM llm_usage WHERE module = ? AND time >= ?`, module, at).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("read llm usage of %q: %w", module, err)
+	}
+	return n, nil
+}
+
+// LLMTotals returns, per module ("" for the station), the calls and tokens
+// at or after since (the zero time: ever), ordered by module.
+func (s *Store) LLMTotals(ctx context.Context, since time.Time) ([]LLMTotal, error) {
+	at, err := sinceNanos(since)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage: %w", err)
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT module, count(*), sum(prompt_tokens), sum(completion_tokens) FROM llm_usage WHERE time >= ? GROUP BY module ORDER BY module`, at)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage: %w", err)
+	}
+	defer rows.Close()
+	var out []LLMTotal
+	for rows.Next() {
+		var t LLMTotal
+		if err := rows.Scan(&t.Module, &t.Calls, &t.PromptTokens, &t.CompletionTokens); err != nil {
+			return nil, fmt.Errorf("read llm usage: %w", err)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read llm usage: %w", err)
+	}
+	return out, nil
+}
+
+// LLMRecords returns the newest limit usage records of module ("" for the
+// station's own), oldest first; limit 0 means 1000.
+func (s *Store) LLMRecords(ctx context.Context, module string, limit int) ([]LLMRecord, error) {
+	if limit <= 0 {
+		limit = 1000
+	}
+	rows, err := s.db.QueryContext(ctx, `SELECT id, time, module, trace, model, prompt_tokens, completion_tokens FROM llm_usage WHERE module = ? ORDER BY id DESC LIMIT ?`, module, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage of %q: %w", module, err)
+	}
+	defer rows.Close()
+	var out []LLMRecord
+	for rows.Next() {
+		var u LLMRecord
+		var at int64
+		if err := rows.Scan(&u.ID, &at, &u.Module, &u.Trace, &u.Model, &u.PromptTokens, &u.CompletionTokens); err != nil {
+			return nil, fmt.Errorf("read llm usage of %q: %w", module, err)
+		}
+		u.Time = fromNanos(at)
+		out = append(out, u)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read llm usage of %q: %w", module, err)
+	}
+	slices.Reverse(out)
+	return out, nil
+}
+
+// sinceNanos is toNanos for the lower bound of a query: a time before the
+// representable range means "from the start".
+func sinceNanos(t time.Time) (int64, error) {
+	if t.Before(minTime) {
+		t = minTime
+	}
+	return toNanos(t)
+}
