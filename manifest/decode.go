@@ -494,6 +494,7 @@ func (d *decoder) requires(n *yaml.Node) Requires {
 		{"filesystem_reads", func(v *yaml.Node) {
 			r.FilesystemReads = d.list(v, "requires.filesystem_reads", d.checkGlob)
 		}},
+		{"llm", func(v *yaml.Node) { r.LLM = d.llm(v) }},
 	})
 	return r
 }

@@ -26,6 +26,7 @@ func marshal(t testing.TB, m *Manifest) []byte {
 		Network          *network `yaml:"network,omitempty"`
 		Subprocess       any      `yaml:"subprocess,omitempty"`
 		FilesystemWrites []string `yaml:"filesystem_writes,omitempty"`
+		LLM              any      `yaml:"llm,omitempty"`
 	}
 	type limits struct {
 		Memory      string `yaml:"memory,omitempty"`
@@ -56,6 +57,16 @@ func marshal(t testing.TB, m *Manifest) []byte {
 		d.Requires.Subprocess = map[string][]string{"allow": sp.Allow}
 	}
 	d.Requires.FilesystemWrites = m.Requires.FilesystemWrites
+	if l := m.Requires.LLM; l.Enabled {
+		lm := map[string]int64{}
+		if l.MaxTokensPerCall > 0 {
+			lm["max_tokens_per_call"] = int64(l.MaxTokensPerCall)
+		}
+		if l.BudgetTokensPerDay > 0 {
+			lm["budget_tokens_per_day"] = l.BudgetTokensPerDay
+		}
+		d.Requires.LLM = lm
+	}
 	if m.Limits.MemoryBytes > 0 {
 		d.Limits.Memory = FormatSize(m.Limits.MemoryBytes)
 	}

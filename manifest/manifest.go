@@ -15,8 +15,10 @@
 // # Version history
 //
 //   - 1 (2026-11): id, version, description, wasm, commands, requires
-//     (network, subprocess, filesystem_writes), limits (memory, timeout,
-//     concurrency, instances).
+//     (network, subprocess, filesystem_writes, filesystem_reads, llm),
+//     limits (memory, timeout, concurrency, instances, max_input,
+//     max_output, max_request). Fields were only ever added: a station
+//     that predates one refuses a manifest using it as an unknown field.
 package manifest
 
 import (
@@ -97,6 +99,9 @@ type Requires struct {
 	// FilesystemReads are the host path globs the module may read, in
 	// addition to everything it may write. Same syntax as FilesystemWrites.
 	FilesystemReads []string
+	// LLM says whether, and within which token limits, the module may ask
+	// the station's LLM for completions.
+	LLM LLM
 }
 
 // Network is a module's network allowlist.

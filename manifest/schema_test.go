@@ -45,6 +45,11 @@ var schemaKeys = map[string]string{
 	"Limits.Concurrency":        "limits.concurrency",
 	"Limits.Fresh":              "limits.instances",
 	"File":                      "", // not a manifest key: where the manifest was read from
+
+	"Requires.LLM":                    "requires.llm",
+	"Requires.LLM.Enabled":            "requires.llm", // llm: true
+	"Requires.LLM.MaxTokensPerCall":   "requires.llm.max_tokens_per_call",
+	"Requires.LLM.BudgetTokensPerDay": "requires.llm.budget_tokens_per_day",
 }
 
 func loadSchema(t *testing.T) map[string]any {
