@@ -1,0 +1,144 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/station-dev/station/internal/store"
+)
+
+// ModuleInfo is what Check needs to know about an installed module.
+type ModuleInfo struct {
+	ID, Version string
+	// Commands are the commands its manifest declares.
+	Commands []string
+	// Permissions are the approved permissions, in plain words, one line
+	// each (station.Permissions.Describe).
+	Permissions []string
+	// Problem, if set, is why the station would refuse to run it (for
+	// example: its manifest asks for permissions that were not approved).
+	Problem string
+}
+
+// Modules looks up installed modules. The error of a module that is not
+// installed wraps store.ErrNotFound.
+type Modules interface {
+	Module(ctx context.Context, id string) (*ModuleInfo, error)
+}
+
+// Report is what a workflow will use, found before anything runs.
+type Report struct {
+	Workflow string         `json:"workflow"`
+	File     string         `json:"file"`
+	Digest   string         `json:"digest"`
+	Steps    []StepReport   `json:"steps"`
+	Modules  []ModuleReport `json:"modules"`
+	// LLM is set when a step uses the llm built-in.
+	LLM *LLMReport `json:"llm,omitempty"`
+	// Problems are what makes the workflow unrunnable; empty when it can
+	// run.
+	Problems []string `json:"problems"`
+}
+
+// StepReport is one step of a Report.
+type StepReport struct {
+	ID    string   `json:"id"`
+	Uses  string   `json:"uses"`
+	Needs []string `json:"needs,omitempty"` // all dependencies, explicit and implied
+}
+
+// ModuleReport is one module a workflow uses.
+type ModuleReport struct {
+	ID          string   `json:"id"`
+	Version     string   `json:"version,omitempty"`
+	Commands    []string `json:"commands"` // the commands the workflow calls
+	Steps       []string `json:"steps"`
+	Permissions []string `json:"permissions"`
+	Installed   bool     `json:"installed"`
+}
+
+// LLMReport says which steps call the station's LLM provider.
+type LLMReport struct {
+	Steps []string `json:"steps"`
+	// Provider describes the configured provider; "" when there is none.
+	Provider string `json:"provider"`
+}
+
+// ErrCheck is wrapped by Check's error when the workflow cannot run.
+var ErrCheck = errors.New("the workflow cannot run")
+
+// Check finds every module and permission wf will use, before anything
+// runs: each module must be installed, declare the commands the workflow
+// calls and be runnable as approved; llm steps need a provider (provider
+// describes it, "" for none). The Report is complete even when the error
+// (which wraps ErrCheck) lists problems.
+func Check(ctx context.Context, wf *Workflow, mods Modules, provider string) (*Report, error) {
+	r := &Report{Workflow: wf.Name, File: wf.File, Digest: wf.Digest, Problems: []string{}}
+	index := map[string]int{}
+	declared := map[string][]string{}
+	for _, s := range wf.Steps {
+		r.Steps = append(r.Steps, StepReport{ID: s.ID, Uses: s.Uses, Needs: s.Deps})
+		if s.Builtin == BuiltinLLM {
+			if r.LLM == nil {
+				r.LLM = &LLMReport{Provider: provider}
+			}
+			r.LLM.Steps = append(r.LLM.Steps, s.ID)
+			continue
+		}
+		i, seen := index[s.Module]
+		if !seen {
+			i = len(r.Modules)
+			index[s.Module] = i
+			r.Modules = append(r.Modules, ModuleReport{ID: s.Module, Permissions: []string{}})
+			info, err := mods.Module(ctx, s.Module)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				r.Problems = append(r.Problems, fmt.Sprintf("module %s is not installed (install it with: station module install DIR)", s.Module))
+			case err != nil:
+				return nil, fmt.Errorf("check workflow %s: %w", wf.Name, err)
+			default:
+				m := &r.Modules[i]
+				m.Installed, m.Version, m.Permissions = true, info.Version, info.Permissions
+				if info.Problem != "" {
+					r.Problems = append(r.Problems, fmt.Sprintf("module %s: %s", s.Module, info.Problem))
+				}
+				declared[s.Module] = info.Commands
+			}
+		}
+		m := &r.Modules[i]
+		m.Steps = append(m.Steps, s.ID)
+		if !slices.Contains(m.Commands, s.Command) {
+			m.Commands = append(m.Commands, s.Command)
+		}
+	}
+	for i := range r.Modules {
+		if m := &r.Modules[i]; m.Installed {
+			checkCommands(r, m, declared[m.ID])
+		}
+	}
+	if r.LLM != nil && provider == "" {
+		r.Problems = append(r.Problems, fmt.Sprintf("steps %v use the llm built-in, but %s", r.LLM.Steps, ErrNoLLM))
+	}
+	return r, r.err()
+}
+
+func checkCommands(r *Report, m *ModuleReport, declared []string) {
+	for _, c := range m.Commands {
+		if !slices.Contains(declared, c) {
+			r.Problems = append(r.Problems, fmt.Sprintf("module %s has no command %q (its commands: %v)", m.ID, c, declared))
+		}
+	}
+}
+
+func (r *Report) err() error {
+	if len(r.Problems) == 0 {
+		return nil
+	}
+	errs := []error{fmt.Errorf("workflow %s: %w:", r.Workflow, ErrCheck)}
+	for _, p := range r.Problems {
+		errs = append(errs, errors.New("  "+p))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,758 @@
+package workflow
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// maxErrors bounds how many errors one Parse reports.
+const maxErrors = 50
+
+// decoder walks a yaml.Node tree, building a Workflow and collecting every
+// problem as an *Error.
+type decoder struct {
+	file string
+	errs []*Error
+	full bool
+	// where each expression and each needs entry was written, for the
+	// errors of the graph check.
+	exprAt  map[*Expr]*yaml.Node
+	needsAt map[*Step][]*yaml.Node
+	outAt   *yaml.Node
+}
+
+func (d *decoder) add(n *yaml.Node, field, msg string) {
+	if len(d.errs) >= maxErrors {
+		d.full = true
+		return
+	}
+	e := &Error{File: d.file, Field: field, Msg: msg}
+	if n != nil {
+		e.Line, e.Column = n.Line, n.Column
+	}
+	d.errs = append(d.errs, e)
+}
+
+func (d *decoder) addf(n *yaml.Node, field, format string, args ...any) {
+	d.add(n, field, fmt.Sprintf(format, args...))
+}
+
+// err returns the collected errors sorted by position, joined.
+func (d *decoder) err() error {
+	if len(d.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(d.errs, func(i, j int) bool {
+		a, b := d.errs[i], d.errs[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Column < b.Column
+	})
+	if d.full {
+		d.errs = append(d.errs, &Error{File: d.file, Msg: fmt.Sprintf("too many errors (more than %d); fix these first", maxErrors)})
+	}
+	errs := make([]error, len(d.errs))
+	for i, e := range d.errs {
+		errs[i] = e
+	}
+	return errors.Join(errs...)
+}
+
+var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
+
+// document parses data as exactly one YAML document.
+func (d *decoder) document(data []byte) *yaml.Node {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := safeDecode(dec, &doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			d.add(nil, "", "the workflow file is empty")
+		} else {
+			d.yamlError(err)
+		}
+		return nil
+	}
+	var extra yaml.Node
+	switch err := safeDecode(dec, &extra); {
+	case errors.Is(err, io.EOF):
+	case err != nil:
+		d.yamlError(err)
+		return nil
+	default:
+		d.add(&extra, "", "a workflow is one YAML document; found a second one")
+		return nil
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || isNull(doc.Content[0]) {
+		d.add(&doc, "", "the workflow file is empty")
+		return nil
+	}
+	return doc.Content[0]
+}
+
+// safeDecode turns a panic inside the YAML library into an error.
+func safeDecode(dec *yaml.Decoder, v *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: malformed document (%v)", r)
+		}
+	}()
+	return dec.Decode(v)
+}
+
+func (d *decoder) yamlError(err error) {
+	msg := err.Error()
+	var line int
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = msg[len(m[0]):]
+	}
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: msg})
+}
+
+// noAliases refuses anchors, aliases and merge keys: what the station runs
+// must be what the operator reads.
+func (d *decoder) noAliases(n *yaml.Node) bool {
+	ok := true
+	var walk func(n *yaml.Node)
+	walk = func(n *yaml.Node) {
+		switch {
+		case n.Kind == yaml.AliasNode:
+			d.addf(n, "", "aliases (*%s) are not allowed in a workflow", n.Value)
+			ok = false
+		case n.Anchor != "":
+			d.addf(n, "", "anchors (&%s) are not allowed in a workflow", n.Anchor)
+			ok = false
+		}
+		for _, c := range n.Content {
+			walk(c)
+		}
+	}
+	walk(n)
+	return ok
+}
+
+type field struct {
+	name   string
+	decode func(v *yaml.Node)
+}
+
+// mapping decodes the mapping n: each known key's value goes to its field;
+// unknown and duplicate keys are errors. It returns the key node of each
+// field seen, or nil if n is not a mapping.
+func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]*yaml.Node {
+	if n.Kind != yaml.MappingNode || n.ShortTag() != "!!map" {
+		d.typeError(n, path, "a mapping")
+		return nil
+	}
+	seen := make(map[string]*yaml.Node, len(fields))
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			d.addf(k, path, "keys must be field names, not %s", describe(k))
+			continue
+		}
+		if first := seen[k.Value]; first != nil {
+			d.addf(k, path, "duplicate field %q (first at line %d)", k.Value, first.Line)
+			continue
+		}
+		var f *field
+		for j := range fields {
+			if fields[j].name == k.Value {
+				f = &fields[j]
+			}
+		}
+		if f == nil {
+			names := make([]string, len(fields))
+			for j, f := range fields {
+				names[j] = f.name
+			}
+			d.addf(k, path, "unknown field %s (known fields: %s)", quote(k.Value), strings.Join(names, ", "))
+			continue
+		}
+		seen[k.Value] = k
+		f.decode(v)
+	}
+	return seen
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str":
+			return "a string"
+		case "!!int":
+			return "an integer"
+		case "!!float":
+			return "a number"
+		case "!!bool":
+			return "a boolean"
+		case "!!null":
+			return "empty"
+		case "!!timestamp":
+			return "a timestamp"
+		}
+		return "a value tagged " + n.ShortTag()
+	}
+	return "an unknown node"
+}
+
+func (d *decoder) typeError(n *yaml.Node, path, want string) {
+	msg := fmt.Sprintf("must be %s, not %s", want, describe(n))
+	if want == "a string" && n.Kind == yaml.ScalarNode && n.Style == 0 {
+		switch n.ShortTag() {
+		case "!!int", "!!float", "!!bool", "!!timestamp":
+			msg += fmt.Sprintf("; quote it: %q", n.Value)
+		}
+	}
+	d.add(n, path, msg)
+}
+
+func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+		return n.Value, true
+	}
+	d.typeError(n, path, "a string")
+	return "", false
+}
+
+func (d *decoder) boolean(n *yaml.Node, path string) bool {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		d.typeError(n, path, "true or false")
+	}
+	return b
+}
+
+func (d *decoder) integer(n *yaml.Node, path string, lo, hi int) int {
+	var i int
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
+		d.typeError(n, path, "an integer")
+		return 0
+	}
+	if i < lo || i > hi {
+		d.addf(n, path, "%d is out of range (%d to %d)", i, lo, hi)
+		return 0
+	}
+	return i
+}
+
+func (d *decoder) duration(n *yaml.Node, path string, limit time.Duration) time.Duration {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
+		d.typeError(n, path, `a duration such as "30s"`)
+		return 0
+	}
+	t, err := time.ParseDuration(n.Value)
+	if err != nil {
+		d.addf(n, path, "%s is not a duration (write it like 30s, 2m or 1m30s)", quote(n.Value))
+		return 0
+	}
+	if t <= 0 || t > limit {
+		d.addf(n, path, "%s is out of range (more than 0, at most %s)", quote(n.Value), limit)
+		return 0
+	}
+	return t
+}
+
+// identifier is a name usable after "steps." and "inputs." in expressions.
+var identifier = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_]{0,63}$`)
+
+// module ids and command names, as manifests spell them.
+var (
+	moduleID    = regexp.MustCompile(`^[a-z0-9]+(-[a-z0-9]+)*/[a-z0-9]+(-[a-z0-9]+)*$`)
+	commandName = regexp.MustCompile(`^[a-z][a-z0-9-]{0,63}$`)
+)
+
+func (d *decoder) decode(data []byte) *Workflow {
+	root := d.document(data)
+	if root == nil || !d.noAliases(root) {
+		return nil
+	}
+	d.exprAt = map[*Expr]*yaml.Node{}
+	d.needsAt = map[*Step][]*yaml.Node{}
+	wf := &Workflow{MaxParallel: DefaultMaxParallel}
+	seen := d.mapping(root, "", []field{
+		{"name", func(v *yaml.Node) {
+			if s, ok := d.str(v, "name"); ok {
+				if strings.TrimSpace(s) == "" || len(s) > 128 || strings.ContainsAny(s, "\x00\r\n") {
+					d.add(v, "name", "must be one line of at most 128 characters")
+				}
+				wf.Name = s
+			}
+		}},
+		{"description", func(v *yaml.Node) {
+			if !isNull(v) {
+				wf.Description, _ = d.str(v, "description")
+			}
+		}},
+		{"inputs", func(v *yaml.Node) { wf.Inputs = d.inputs(v) }},
+		{"steps", func(v *yaml.Node) { wf.Steps = d.steps(v) }},
+		{"output", func(v *yaml.Node) { d.outAt = v; wf.Output = d.template(v, "output") }},
+		{"max_parallel", func(v *yaml.Node) { wf.MaxParallel = d.integer(v, "max_parallel", 1, MaxParallelLimit) }},
+	})
+	if seen == nil {
+		return nil
+	}
+	if seen["steps"] == nil {
+		d.add(root, "", `missing required field "steps"`)
+	}
+	return wf
+}
+
+func (d *decoder) inputs(n *yaml.Node) []Input {
+	if isNull(n) {
+		return nil
+	}
+	if n.Kind != yaml.MappingNode {
+		d.typeError(n, "inputs", "a mapping of input names to their declarations")
+		return nil
+	}
+	if len(n.Content)/2 > MaxInputs {
+		d.addf(n, "inputs", "too many inputs (%d; at most %d)", len(n.Content)/2, MaxInputs)
+		return nil
+	}
+	var out []Input
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		name, ok := d.str(k, "inputs")
+		if !ok {
+			continue
+		}
+		path := "inputs." + name
+		if !identifier.MatchString(name) {
+			d.addf(k, "inputs", "%s is not a valid input name (a letter, then letters, digits or _)", quote(name))
+			continue
+		}
+		if line, dup := seen[name]; dup {
+			d.addf(k, "inputs", "duplicate input %q (first at line %d)", name, line)
+			continue
+		}
+		seen[name] = k.Line
+		in := Input{Name: name, Type: TypeString}
+		var def *yaml.Node
+		if !isNull(v) {
+			d.mapping(v, path, []field{
+				{"type", func(v *yaml.Node) {
+					s, ok := d.str(v, path+".type")
+					switch {
+					case !ok:
+					case s == TypeString || s == TypeNumber || s == TypeInteger || s == TypeBoolean || s == TypeObject || s == TypeArray || s == TypeAny:
+						in.Type = s
+					default:
+						d.addf(v, path+".type", "%s is not a type (string, number, integer, boolean, object, array or any)", quote(s))
+					}
+				}},
+				{"required", func(v *yaml.Node) { in.Required = d.boolean(v, path+".required") }},
+				{"default", func(v *yaml.Node) { def = v }},
+				{"description", func(v *yaml.Node) {
+					if !isNull(v) {
+						in.Description, _ = d.str(v, path+".description")
+					}
+				}},
+			})
+		}
+		if def != nil {
+			val, ok := d.plain(def, path+".default")
+			if ok {
+				if err := checkType(in.Type, val); err != nil {
+					d.add(def, path+".default", err.Error())
+				}
+				in.Default, in.HasDefault = val, true
+			}
+			if in.Required {
+				d.add(def, path, "a required input has no default")
+			}
+		}
+		out = append(out, in)
+	}
+	return out
+}
+
+// plain decodes a YAML value without expressions into JSON-like Go values.
+func (d *decoder) plain(n *yaml.Node, path string) (any, bool) {
+	t := d.node(n, path, false)
+	if t == nil {
+		return nil, false
+	}
+	v, err := t.render(nil)
+	if err != nil {
+		d.add(n, path, err.Error())
+		return nil, false
+	}
+	return v, true
+}
+
+func (d *decoder) steps(n *yaml.Node) []*Step {
+	if n.Kind != yaml.SequenceNode || n.ShortTag() != "!!seq" {
+		d.typeError(n, "steps", "a list")
+		return nil
+	}
+	if len(n.Content) == 0 {
+		d.add(n, "steps", "at least one step is required")
+		return nil
+	}
+	if len(n.Content) > MaxSteps {
+		d.addf(n, "steps", "too many steps (%d; at most %d)", len(n.Content), MaxSteps)
+		return nil
+	}
+	var out []*Step
+	ids := map[string]int{}
+	for i, item := range n.Content {
+		path := fmt.Sprintf("steps[%d]", i)
+		st := &Step{Timeout: DefaultTimeout, Retry: Retry{Attempts: 1, Backoff: DefaultBackoff, MaxBackoff: DefaultMaxBackoff}, line: item.Line, col: item.Column}
+		var withNode, usesNode *yaml.Node
+		seen := d.mapping(item, path, []field{
+			{"id", func(v *yaml.Node) {
+				s, ok := d.str(v, path+".id")
+				if !ok {
+					return
+				}
+				if !identifier.MatchString(s) {
+					d.addf(v, path+".id", "%s is not a valid step id (a letter, then letters, digits or _; it is used as steps.%s in expressions)", quote(s), "<id>")
+					return
+				}
+				if line, dup := ids[s]; dup {
+					d.addf(v, path+".id", "duplicate step id %q (first at line %d)", s, line)
+					return
+				}
+				ids[s] = v.Line
+				st.ID = s
+			}},
+			{"description", func(v *yaml.Node) {
+				if !isNull(v) {
+					st.Description, _ = d.str(v, path+".description")
+				}
+			}},
+			{"uses", func(v *yaml.Node) { usesNode = v; d.uses(v, path, st) }},
+			{"with", func(v *yaml.Node) { withNode = v }},
+			{"needs", func(v *yaml.Node) { st.Needs = d.needs(v, path, st) }},
+			{"if", func(v *yaml.Node) {
+				s, ok := d.str(v, path+".if")
+				if !ok {
+					return
+				}
+				x, err := parseCondition(s)
+				if err != nil {
+					d.add(v, path+".if", err.Error())
+					return
+				}
+				d.exprAt[x] = v
+				st.If = x
+			}},
+			{"timeout", func(v *yaml.Node) { st.Timeout = d.duration(v, path+".timeout", MaxTimeout) }},
+			{"retry", func(v *yaml.Node) { d.retry(v, path+".retry", &st.Retry) }},
+			{"continue_on_error", func(v *yaml.Node) { st.ContinueOnError = d.boolean(v, path+".continue_on_error") }},
+		})
+		if seen == nil {
+			continue
+		}
+		for _, req := range []string{"id", "uses"} {
+			if seen[req] == nil {
+				d.addf(item, path, "missing required field %q", req)
+			}
+		}
+		if withNode != nil {
+			st.With = d.template(withNode, path+".with")
+			if st.Builtin == BuiltinLLM && st.With != nil {
+				d.llmWith(withNode, path+".with")
+			}
+		} else if st.Builtin == BuiltinLLM && usesNode != nil {
+			d.add(item, path, `an llm step needs with: {prompt: ...} or with: {messages: [...]}`)
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+func (d *decoder) uses(v *yaml.Node, path string, st *Step) {
+	s, ok := d.str(v, path+".uses")
+	if !ok {
+		return
+	}
+	st.Uses = s
+	if s == BuiltinLLM {
+		st.Builtin = BuiltinLLM
+		return
+	}
+	id, cmd, ok := strings.Cut(s, " ")
+	switch {
+	case !ok && !strings.Contains(s, "/"):
+		d.addf(v, path+".uses", "%s is not a built-in (llm) or a module command (\"owner/slug command\")", quote(s))
+	case !ok:
+		d.addf(v, path+".uses", "%s names no command: write \"%s COMMAND\"", quote(s), s)
+	case !moduleID.MatchString(id):
+		d.addf(v, path+".uses", "%s is not a module id (\"owner/slug\", lower-case letters, digits and hyphens)", quote(id))
+	case !commandName.MatchString(cmd):
+		d.addf(v, path+".uses", "%s is not a command name (lower-case letters, digits and hyphens)", quote(cmd))
+	default:
+		st.Module, st.Command = id, cmd
+	}
+}
+
+func (d *decoder) needs(n *yaml.Node, path string, st *Step) []string {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
+		d.needsAt[st] = []*yaml.Node{n}
+		return []string{n.Value}
+	}
+	if n.Kind != yaml.SequenceNode {
+		d.typeError(n, path+".needs", "a step id or a list of step ids")
+		return nil
+	}
+	var out []string
+	for _, e := range n.Content {
+		s, ok := d.str(e, path+".needs")
+		if !ok {
+			continue
+		}
+		out = append(out, s)
+		d.needsAt[st] = append(d.needsAt[st], e)
+	}
+	return out
+}
+
+func (d *decoder) retry(n *yaml.Node, path string, r *Retry) {
+	seen := d.mapping(n, path, []field{
+		{"attempts", func(v *yaml.Node) { r.Attempts = d.integer(v, path+".attempts", 1, MaxAttempts) }},
+		{"backoff", func(v *yaml.Node) { r.Backoff = d.duration(v, path+".backoff", MaxTimeout) }},
+		{"max_backoff", func(v *yaml.Node) { r.MaxBackoff = d.duration(v, path+".max_backoff", MaxTimeout) }},
+	})
+	if seen != nil && r.MaxBackoff < r.Backoff {
+		if seen["max_backoff"] != nil {
+			d.add(seen["max_backoff"], path+".max_backoff", "is shorter than backoff")
+		} else {
+			r.MaxBackoff = r.Backoff
+		}
+	}
+}
+
+// llmFields are the keys of an llm step's with.
+var llmFields = []string{"model", "system", "prompt", "messages", "max_tokens", "temperature", "json"}
+
+func (d *decoder) llmWith(n *yaml.Node, path string) {
+	if n.Kind != yaml.MappingNode {
+		return // one expression: checked when it is rendered
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		known := false
+		for _, f := range llmFields {
+			known = known || f == k.Value
+		}
+		if !known {
+			d.addf(k, path, "unknown field %s of an llm step (known fields: %s)", quote(k.Value), strings.Join(llmFields, ", "))
+		}
+		seen[k.Value] = true
+	}
+	if !seen["prompt"] && !seen["messages"] {
+		d.add(n, path, "an llm step needs a prompt or messages")
+	}
+}
+
+// template decodes a value that may hold expressions.
+func (d *decoder) template(n *yaml.Node, path string) *Template {
+	t := d.node(n, path, true)
+	if t == nil {
+		return nil
+	}
+	return &Template{root: t}
+}
+
+// node decodes a YAML value; with exprs, strings may hold ${{ }}.
+func (d *decoder) node(n *yaml.Node, path string, exprs bool) tnode {
+	switch n.Kind {
+	case yaml.MappingNode:
+		o := object{}
+		seen := map[string]int{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+				d.addf(k, path, "keys must be strings, not %s", describe(k))
+				continue
+			}
+			if line, dup := seen[k.Value]; dup {
+				d.addf(k, path, "duplicate key %q (first at line %d)", k.Value, line)
+				continue
+			}
+			seen[k.Value] = k.Line
+			if exprs && strings.Contains(k.Value, "${{") {
+				d.add(k, path, "keys cannot hold ${{ }}; only values can")
+				continue
+			}
+			t := d.node(v, path+"."+k.Value, exprs)
+			if t == nil {
+				continue
+			}
+			o.keys = append(o.keys, k.Value)
+			o.vals = append(o.vals, t)
+		}
+		return o
+	case yaml.SequenceNode:
+		a := array{}
+		for i, e := range n.Content {
+			if t := d.node(e, fmt.Sprintf("%s[%d]", path, i), exprs); t != nil {
+				a = append(a, t)
+			}
+		}
+		return a
+	case yaml.ScalarNode:
+		switch n.ShortTag() {
+		case "!!str":
+			if !exprs {
+				return literal{n.Value}
+			}
+			t, err := parseString(n.Value)
+			if err != nil {
+				d.add(n, path, err.Error())
+				return nil
+			}
+			t.exprs(func(x *Expr) { d.exprAt[x] = n })
+			return t
+		case "!!null":
+			return literal{nil}
+		case "!!bool":
+			var b bool
+			n.Decode(&b)
+			return literal{b}
+		case "!!int":
+			var i int
+			if err := n.Decode(&i); err != nil {
+				d.addf(n, path, "%s is out of range for an integer", quote(n.Value))
+				return nil
+			}
+			return literal{i}
+		case "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil || f != f || f > 1e308 || f < -1e308 {
+				d.addf(n, path, "%s is not a finite number", quote(n.Value))
+				return nil
+			}
+			return literal{f}
+		}
+	}
+	d.addf(n, path, "%s is not a JSON value; quote it", describe(n))
+	return nil
+}
+
+// graph checks every reference and the dependency graph, and computes each
+// step's Deps.
+func (d *decoder) graph(wf *Workflow) {
+	index := map[string]int{}
+	for i, s := range wf.Steps {
+		if s.ID != "" {
+			index[s.ID] = i
+		}
+	}
+	inputs := map[string]bool{}
+	for _, in := range wf.Inputs {
+		inputs[in.Name] = true
+	}
+	// checkExpr checks one expression's references; self is the step it
+	// belongs to ("" for the output).
+	checkExpr := func(x *Expr, path, self string, deps map[string]bool) {
+		n := d.exprAt[x]
+		for _, in := range x.inputs {
+			if !inputs[in] {
+				d.addf(n, path, "${{ %s }}: unknown input %s", x.Source, quote(in))
+			}
+		}
+		for _, id := range x.steps {
+			switch _, ok := index[id]; {
+			case id == self:
+				d.addf(n, path, "${{ %s }}: a step cannot use its own output", x.Source)
+			case !ok:
+				d.addf(n, path, "${{ %s }}: unknown step %s", x.Source, quote(id))
+			default:
+				deps[id] = true
+			}
+		}
+	}
+	for i, s := range wf.Steps {
+		path := fmt.Sprintf("steps[%d]", i)
+		deps := map[string]bool{}
+		for j, id := range s.Needs {
+			n := d.needsAt[s][j]
+			switch _, ok := index[id]; {
+			case id == s.ID:
+				d.add(n, path+".needs", "a step cannot need itself")
+			case !ok:
+				d.addf(n, path+".needs", "unknown step %s", quote(id))
+			default:
+				deps[id] = true
+			}
+		}
+		s.With.expressions(func(x *Expr) { checkExpr(x, path+".with", s.ID, deps) })
+		if s.If != nil {
+			checkExpr(s.If, path+".if", s.ID, deps)
+		}
+		for _, o := range wf.Steps {
+			if deps[o.ID] {
+				s.Deps = append(s.Deps, o.ID)
+			}
+		}
+	}
+	wf.Output.expressions(func(x *Expr) { checkExpr(x, "output", "", map[string]bool{}) })
+	if len(d.errs) > 0 {
+		return // a cycle through an unknown step says nothing useful
+	}
+	// Cycles: depth-first, reporting each cycle once at its first step.
+	const (
+		white = iota
+		grey
+		black
+	)
+	color := make([]int, len(wf.Steps))
+	var stack []string
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		color[i] = grey
+		stack = append(stack, wf.Steps[i].ID)
+		for _, dep := range wf.Steps[i].Deps {
+			j := index[dep]
+			switch color[j] {
+			case grey:
+				k := len(stack) - 1
+				for stack[k] != dep {
+					k--
+				}
+				cycle := append(append([]string{}, stack[k:]...), dep)
+				s := wf.Steps[index[dep]]
+				d.errs = append(d.errs, &Error{File: d.file, Line: s.line, Column: s.col, Field: fmt.Sprintf("steps[%d]", index[dep]),
+					Msg: "dependency cycle: " + strings.Join(cycle, " -> ")})
+				return false
+			case white:
+				if !visit(j) {
+					return false
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		color[i] = black
+		return true
+	}
+	for i := range wf.Steps {
+		if color[i] == white && !visit(i) {
+			return
+		}
+	}
+}
