@@ -167,7 +167,7 @@ func (s *Station) load(ctx context.Context, id string) error {
 	rec, err := s.Store.Module(ctx, id)
 	if err != nil {
 		if errors.Is(err, store.ErrNotFound) {
-			return fmt.Errorf("module %s is not installed (station module list shows what is)", id)
+			return notInstalledError{id}
 		}
 		return err
 	}

@@ -1,0 +1,330 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tetratelabs/wazero"
+
+	"github.com/station-dev/station/internal/fixture"
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
+)
+
+var (
+	cacheOnce sync.Once
+	cache     wazero.CompilationCache
+)
+
+func testCache() wazero.CompilationCache {
+	cacheOnce.Do(func() {
+		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "station-test-wazero-cache"))
+		if err != nil {
+			c = wazero.NewCompilationCache()
+		}
+		cache = c
+	})
+	return cache
+}
+
+// world is a station home whose api.stripe.com is a loopback fixture, with
+// a daemon serving it.
+type world struct {
+	home   string
+	st     *station.Station
+	stripe *fixture.Server
+	srv    *Server
+	addr   string
+	client *Client
+}
+
+const stripeMod = "test/stripe-only"
+
+func newWorld(t *testing.T) *world {
+	t.Helper()
+	w := &world{home: t.TempDir()}
+	ca := fixture.NewCA(t)
+	w.stripe = ca.TLSServer(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) { io.WriteString(rw, "hello from stripe") }), "api.stripe.com")
+	cfg := fmt.Sprintf("network:\n  resolve:\n    - api.stripe.com:443=%s\n  extra_ca: %s\n  allow_private: [127.0.0.0/8]\n", w.stripe.Addr, ca.WriteFile(t, w.home))
+	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	w.st = w.open(t)
+	w.install(t, w.st, "api.stripe.com")
+
+	srv, err := New(Options{Station: w.st, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.srv = srv
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.addr = ln.Addr().String()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, 5*time.Second) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	poll(t, "the state file", func() bool {
+		_, err := os.Stat(filepath.Join(w.home, StateFile))
+		return err == nil
+	})
+	c, err := Dial(context.Background(), w.home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	w.client = c
+	return w
+}
+
+func (w *world) open(t *testing.T) *station.Station {
+	t.Helper()
+	st, err := station.Open(context.Background(), w.home, station.Options{Cache: testCache()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	return st
+}
+
+// install installs the probe as stripeMod with the given allowlist.
+func (w *world) install(t *testing.T, st *station.Station, allow ...string) {
+	t.Helper()
+	dir := t.TempDir()
+	m := fmt.Sprintf("id: %s\nversion: \"1.0.0\"\nwasm: module.wasm\ncommands:\n  - name: %s\nrequires:\n  network:\n    allow: [%s]\n", stripeMod, probe.Command, strings.Join(allow, ", "))
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "module.wasm"), probe.Wasm(t), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Install(context.Background(), dir, func(station.Plan) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func poll(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestRunThroughDaemon: a call through the API gives what the same call in
+// process gives — the output, or the same typed error (so the CLI maps it
+// to the same exit code) — and the trace reaches the audit log.
+func TestRunThroughDaemon(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	out, err := w.client.Run(ctx, stripeMod, probe.Command, probe.Run(probe.HTTP("GET", "https://api.stripe.com/")), "daemon/test/1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := probe.Decode(out)
+	if err != nil || len(res) != 1 || res[0].Body != "hello from stripe" {
+		t.Fatalf("result %+v, %v: want the fixture's answer", res, err)
+	}
+
+	// A denial, then the command fails: the same *host.CallError, violation inside.
+	failing := probe.Run(probe.HTTP("GET", "https://evil.example/"), probe.Panic("gave up"))
+	_, err = w.client.Run(ctx, stripeMod, probe.Command, failing, "")
+	_, inproc := w.st.Run(ctx, stripeMod, probe.Command, failing)
+	var ce *host.CallError
+	var v *sandbox.Violation
+	if !errors.As(err, &ce) || !errors.As(err, &v) {
+		t.Fatalf("daemon error %T %v: want a *host.CallError wrapping a *sandbox.Violation", err, err)
+	}
+	if inproc == nil || err.Error() != inproc.Error() {
+		t.Errorf("daemon error %q, in-process error %q: want the same", err, inproc)
+	}
+	if v.Module != stripeMod || v.Capability != sandbox.Network || v.Target != "evil.example:443" {
+		t.Errorf("violation %+v", v)
+	}
+
+	// Unknown module and command.
+	if _, err := w.client.Run(ctx, "nobody/none", "x", nil, ""); err == nil || !strings.Contains(err.Error(), "not installed") {
+		t.Errorf("unknown module: %v", err)
+	}
+	if _, err := w.client.Run(ctx, stripeMod, "nope", nil, ""); !errors.As(err, &ce) || ce.Kind != host.KindUnknown {
+		t.Errorf("unknown command: %v, want kind unknown", err)
+	}
+
+	recs, err := w.client.Audit(ctx, store.AuditFilter{Trace: "daemon/test/1"})
+	if err != nil || len(recs) == 0 {
+		t.Fatalf("traced audit: %v, %v", recs, err)
+	}
+	for _, r := range recs {
+		if r.Module != stripeMod || !r.Allowed {
+			t.Errorf("traced record %+v", r)
+		}
+	}
+	ms, err := w.client.Modules(ctx)
+	if err != nil || len(ms) != 1 || ms[0].ID != stripeMod || !ms[0].Loaded || len(ms[0].Permissions.Network) != 1 {
+		t.Errorf("modules %+v, %v", ms, err)
+	}
+}
+
+// TestAdmission: only the station's own user, through the token, drives the
+// daemon; a web page (Origin, Sec-Fetch-Site) and a rebinding name (Host)
+// are refused even with the token, and nothing runs.
+func TestAdmission(t *testing.T) {
+	w := newWorld(t)
+	body := `{"module":"` + stripeMod + `","command":"run","input":` + string(probe.Run(probe.HTTP("GET", "https://api.stripe.com/"))) + `}`
+	cases := []struct {
+		name   string
+		host   string
+		hdr    map[string]string
+		status int
+	}{
+		{"no token", "", nil, 401},
+		{"wrong token", "", map[string]string{"Authorization": "Bearer nope"}, 401},
+		{"token without scheme", "", map[string]string{"Authorization": w.srv.Token()}, 401},
+		{"web page", "", map[string]string{"Authorization": "Bearer " + w.srv.Token(), "Origin": "https://evil.example"}, 403},
+		{"null origin", "", map[string]string{"Authorization": "Bearer " + w.srv.Token(), "Origin": "null"}, 403},
+		{"fetch metadata", "", map[string]string{"Authorization": "Bearer " + w.srv.Token(), "Sec-Fetch-Site": "cross-site"}, 403},
+		{"rebinding", "evil.example:" + strings.Split(w.addr, ":")[1], map[string]string{"Authorization": "Bearer " + w.srv.Token()}, 403},
+		{"other port", "127.0.0.1:1", map[string]string{"Authorization": "Bearer " + w.srv.Token()}, 403},
+		{"control", "", map[string]string{"Authorization": "Bearer " + w.srv.Token()}, 200},
+		{"control localhost", "localhost:" + strings.Split(w.addr, ":")[1], map[string]string{"Authorization": "Bearer " + w.srv.Token()}, 200},
+	}
+	for _, c := range cases {
+		before := w.stripe.Requests()
+		req, _ := http.NewRequest("POST", "http://"+w.addr+"/v1/run", strings.NewReader(body))
+		for k, v := range c.hdr {
+			req.Header.Set(k, v)
+		}
+		if c.host != "" {
+			req.Host = c.host
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != c.status {
+			t.Errorf("%s: status %d (%s), want %d", c.name, resp.StatusCode, b, c.status)
+		}
+		if ran := w.stripe.Requests() != before; ran != (c.status == 200) {
+			t.Errorf("%s: the module ran = %v", c.name, ran)
+		}
+		if resp.StatusCode != 200 && (resp.Header.Get("Access-Control-Allow-Origin") != "" || !strings.Contains(string(b), `"error"`)) {
+			t.Errorf("%s: answer %q headers %v", c.name, b, resp.Header)
+		}
+	}
+	for _, addr := range []string{"0.0.0.0:0", "192.0.2.1:0", ":0", "example.com:0"} {
+		if ln, err := Listen(addr); err == nil {
+			ln.Close()
+			t.Errorf("Listen(%s) succeeded: want only loopback addresses", addr)
+		}
+	}
+}
+
+// TestBadRequests: malformed and oversized bodies are refused with a clear
+// error and run nothing.
+func TestBadRequests(t *testing.T) {
+	w := newWorld(t)
+	big := `{"module":"` + stripeMod + `","command":"run","input":"` + strings.Repeat("A", MaxRequestBytes) + `"}`
+	for _, c := range []struct {
+		body   string
+		status int
+		code   string
+	}{
+		{`{`, 400, CodeBadRequest},
+		{`{"module":"a/b"}`, 400, CodeBadRequest},
+		{`{"module":"a/b","command":"c","extra":1}`, 400, CodeBadRequest},
+		{`{"module":"a/b","command":"c"} {}`, 400, CodeBadRequest},
+		{big, 413, CodeTooLarge},
+	} {
+		req, _ := http.NewRequest("POST", "http://"+w.addr+"/v1/run", strings.NewReader(c.body))
+		req.Header.Set("Authorization", "Bearer "+w.srv.Token())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var eb errorBody
+		json.NewDecoder(resp.Body).Decode(&eb)
+		resp.Body.Close()
+		if resp.StatusCode != c.status || eb.Error == nil || eb.Error.Code != c.code {
+			t.Errorf("body %.40q: status %d %+v, want %d %s", c.body, resp.StatusCode, eb.Error, c.status, c.code)
+		}
+	}
+	if n := w.stripe.Requests(); n != 0 {
+		t.Errorf("the fixture served %d requests", n)
+	}
+}
+
+// TestStateFile: the token is readable only by the station's user, and a
+// daemon that is gone is not mistaken for a running one.
+func TestStateFile(t *testing.T) {
+	w := newWorld(t)
+	path := filepath.Join(w.home, StateFile)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s has mode %v, want 0600", path, fi.Mode().Perm())
+	}
+	st, err := readState(path)
+	if err != nil || st.Token != w.srv.Token() || st.Addr != w.addr || st.PID != os.Getpid() {
+		t.Errorf("state %+v, %v", st, err)
+	}
+
+	stale := t.TempDir()
+	if err := writeState(filepath.Join(stale, StateFile), State{Addr: "127.0.0.1:1", Token: "x"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Dial(context.Background(), stale); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Dial with a stale state file: %v, want ErrNotRunning", err)
+	}
+	if _, err := Dial(context.Background(), t.TempDir()); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Dial without a state file: %v, want ErrNotRunning", err)
+	}
+}
+
+// TestReloadAppliesAnotherProcessesInstall: a module reinstalled with fewer
+// permissions by another process (the CLI) is refused the dropped host in
+// the daemon once the daemon is told to reload it.
+func TestReloadAppliesAnotherProcessesInstall(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	get := probe.Run(probe.HTTP("GET", "https://api.stripe.com/"), probe.Panic("no answer"))
+	if _, err := w.client.Run(ctx, stripeMod, probe.Command, get, ""); err == nil || errors.As(err, new(*sandbox.Violation)) {
+		t.Fatalf("before the reinstall: %v, want only the panic", err)
+	}
+	other := w.open(t) // the CLI, in its own process
+	w.install(t, other, "api.groq.com")
+	if err := w.client.Reload(ctx, stripeMod); err != nil {
+		t.Fatal(err)
+	}
+	_, err := w.client.Run(ctx, stripeMod, probe.Command, get, "")
+	var v *sandbox.Violation
+	if !errors.As(err, &v) || v.Target != "api.stripe.com:443" {
+		t.Fatalf("after the reinstall: %v, want api.stripe.com denied", err)
+	}
+}
