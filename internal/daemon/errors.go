@@ -15,16 +15,16 @@ import (
 // Error codes of the API (the "code" of an error body). They are part of the
 // API's contract; docs/api.md lists them.
 const (
-	CodeBadRequest   = "bad_request"   // 400: malformed body or parameters
-	CodeUnauthorized = "unauthorized"  // 401: no or wrong token
-	CodeForbidden    = "forbidden"     // 403: a web page, or a Host that is not the daemon's
-	CodeNotFound     = "not_found"     // 404: no such module, run or endpoint
-	CodeTooLarge     = "too_large"     // 413: body over MaxRequestBytes
-	CodeCallFailed   = "call_failed"   // 422: the module command failed (see kind, violation)
-	CodeNotApproved  = "not_approved"  // 409: the module's approval does not hold (reinstall)
-	CodeUnavailable  = "unavailable"   // 503: the daemon serves no workflows
-	CodeInternal     = "internal"      // 500: anything else
-	CodeWorkflow     = "workflow"      // 422: the workflow is invalid or failed
+	CodeBadRequest   = "bad_request"  // 400: malformed body or parameters
+	CodeUnauthorized = "unauthorized" // 401: no or wrong token
+	CodeForbidden    = "forbidden"    // 403: a web page, or a Host that is not the daemon's
+	CodeNotFound     = "not_found"    // 404: no such module, run or endpoint
+	CodeTooLarge     = "too_large"    // 413: body over MaxRequestBytes
+	CodeCallFailed   = "call_failed"  // 422: the module command failed (see kind, violation)
+	CodeNotApproved  = "not_approved" // 409: the module's approval does not hold (reinstall)
+	CodeUnavailable  = "unavailable"  // 503: the daemon serves no workflows
+	CodeInternal     = "internal"     // 500: anything else
+	CodeWorkflow     = "workflow"     // 422: the workflow is invalid or failed
 )
 
 // APIError is the body of every error answer: {"error": APIError}.
