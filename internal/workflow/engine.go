@@ -247,7 +247,7 @@ type execution struct {
 	inputs any
 
 	mu       sync.Mutex
-	done     map[string]StepValue      // finished steps
+	done     map[string]StepValue       // finished steps
 	outputs  map[string]json.RawMessage // raw outputs of succeeded steps
 	attempts map[string]int             // stored attempts per step
 }

@@ -240,7 +240,7 @@ type tnode interface {
 type literal struct{ v any }
 
 func (l literal) render(map[string]any) (any, error) { return l.v, nil }
-func (literal) exprs(func(*Expr))                     {}
+func (literal) exprs(func(*Expr))                    {}
 
 type whole struct{ x *Expr }
 
