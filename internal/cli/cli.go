@@ -48,12 +48,13 @@ type app struct {
 	io       IO
 	home     string
 	verbose  bool
+	noDaemon bool
 	opener   func(ctx context.Context, home string, opts station.Options) (*station.Station, error)
 }
 
 // Main runs the station CLI and returns its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, unix.SIGTERM)
 	defer stop()
 	isTerm := false
 	if f, ok := stdin.(*os.File); ok {
@@ -141,8 +142,9 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	}
 	root.PersistentFlags().StringVar(&a.home, "home", "", "station home directory (default $STATION_HOME or ~/.station)")
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log what the station does (module gates, guest log lines) to stderr")
+	root.PersistentFlags().BoolVar(&a.noDaemon, "no-daemon", false, "run in this process even if a station daemon (station serve) is running")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.moduleCmd(), a.runCmd(), a.auditCmd(), a.demoCmd(), a.versionCmd())
+	root.AddCommand(a.moduleCmd(), a.runCmd(), a.auditCmd(), a.demoCmd(), a.serveCmd(), a.versionCmd())
 	return root
 }
 

@@ -74,61 +74,12 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 	}
 	fmt.Fprintf(w, "station demo — throwaway STATION_HOME=%s\n", home)
 
-	step("building the example modules (GOOS=wasip1 GOARCH=wasm)")
-	dirs := map[string]string{}
-	for _, ex := range []string{"hello", "stripe-invoicing"} {
-		src := filepath.Join(root, "examples", ex)
-		man, err := manifest.Load(src)
-		if err != nil {
-			return err
-		}
-		dst := filepath.Join(home, "build", ex)
-		if err := os.MkdirAll(dst, 0o700); err != nil {
-			return err
-		}
-		start := time.Now()
-		if err := wasmbuild.Build(ctx, src, filepath.Join(dst, man.Wasm)); err != nil {
-			return fmt.Errorf("demo: build %s: %w", ex, err)
-		}
-		raw, err := os.ReadFile(filepath.Join(src, "module.yaml"))
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
-			return err
-		}
-		fmt.Fprintf(w, "    built %s in %s\n", man.ID, time.Since(start).Round(time.Millisecond))
-		dirs[ex] = dst
-	}
-
-	step("starting a stand-in for api.stripe.com and api.groq.com on 127.0.0.1")
-	fake, err := startFakeAPIs(home)
-	if err != nil {
-		return fmt.Errorf("demo: %w", err)
-	}
-	defer fake.Close()
-	fmt.Fprintf(w, "    listening on %s; %s/config.yaml routes both names there for module egress:\n", fake.Addr(), home)
-	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
-	for _, l := range strings.Split(strings.TrimSpace(string(cfg)), "\n") {
-		fmt.Fprintf(w, "      %s\n", l)
-	}
-
-	s, err := station.Open(ctx, home, station.Options{Logger: a.logger(home)})
+	s, fake, err := a.demoStation(ctx, root, home, step)
 	if err != nil {
 		return err
 	}
+	defer fake.Close()
 	defer s.Close(context.WithoutCancel(ctx))
-
-	for _, ex := range []string{"hello", "stripe-invoicing"} {
-		step("station module install %s", filepath.Join("examples", ex))
-		if _, err := s.Install(ctx, dirs[ex], func(p station.Plan) (bool, error) {
-			printPlan(w, p)
-			fmt.Fprintln(w, "    (approved by the demo; normally you are asked)")
-			return true, nil
-		}); err != nil {
-			return err
-		}
-	}
 
 	run := func(id, command, input string) error {
 		step("station run %s %s --input '%s'", id, command, input)
@@ -169,6 +120,70 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 	}
 	fmt.Fprintf(w, "\ndemo finished: one call allowed, one denied; fake API saw %d request(s), all from allowed calls.\n", fake.requests())
 	return nil
+}
+
+// demoStation builds the example modules from the repository at root,
+// starts the stand-in APIs, writes the configuration that routes module
+// egress to them and installs the examples into the station at home. The
+// caller closes both.
+func (a *app) demoStation(ctx context.Context, root, home string, step func(string, ...any)) (*station.Station, *fakeAPIs, error) {
+	step("building the example modules (GOOS=wasip1 GOARCH=wasm)")
+	dirs := map[string]string{}
+	for _, ex := range []string{"hello", "stripe-invoicing"} {
+		src := filepath.Join(root, "examples", ex)
+		man, err := manifest.Load(src)
+		if err != nil {
+			return nil, nil, err
+		}
+		dst := filepath.Join(home, "build", ex)
+		if err := os.MkdirAll(dst, 0o700); err != nil {
+			return nil, nil, err
+		}
+		start := time.Now()
+		if err := wasmbuild.Build(ctx, src, filepath.Join(dst, man.Wasm)); err != nil {
+			return nil, nil, fmt.Errorf("demo: build %s: %w", ex, err)
+		}
+		raw, err := os.ReadFile(filepath.Join(src, "module.yaml"))
+		if err != nil {
+			return nil, nil, err
+		}
+		if err := os.WriteFile(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
+			return nil, nil, err
+		}
+		fmt.Fprintf(a.io.Out, "    built %s in %s\n", man.ID, time.Since(start).Round(time.Millisecond))
+		dirs[ex] = dst
+	}
+
+	step("starting a stand-in for api.stripe.com and api.groq.com on 127.0.0.1")
+	fake, err := startFakeAPIs(home)
+	if err != nil {
+		return nil, nil, fmt.Errorf("demo: %w", err)
+	}
+	fmt.Fprintf(a.io.Out, "    listening on %s; %s/config.yaml routes both names there for module egress:\n", fake.Addr(), home)
+	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
+	for _, l := range strings.Split(strings.TrimSpace(string(cfg)), "\n") {
+		fmt.Fprintf(a.io.Out, "      %s\n", l)
+	}
+
+	s, err := station.Open(ctx, home, station.Options{Logger: a.logger(home)})
+	if err != nil {
+		fake.Close()
+		return nil, nil, err
+	}
+
+	for _, ex := range []string{"hello", "stripe-invoicing"} {
+		step("station module install %s", filepath.Join("examples", ex))
+		if _, err := s.Install(ctx, dirs[ex], func(p station.Plan) (bool, error) {
+			printPlan(a.io.Out, p)
+			fmt.Fprintln(a.io.Out, "    (approved by the demo; normally you are asked)")
+			return true, nil
+		}); err != nil {
+			s.Close(context.WithoutCancel(ctx))
+			fake.Close()
+			return nil, nil, err
+		}
+	}
+	return s, fake, nil
 }
 
 type fakeAPIs struct {

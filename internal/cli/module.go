@@ -94,6 +94,7 @@ scripts after reviewing the manifest.`,
 			if err != nil {
 				return err
 			}
+			a.reloadInDaemon(ctx, plan.Manifest.ID)
 			if asJSON {
 				return writeJSON(a.io.Out, map[string]any{
 					"id": plan.Manifest.ID, "version": plan.Manifest.Version, "digest": plan.Digest, "permissions": plan.Permissions,
@@ -250,6 +251,7 @@ func (a *app) moduleRemoveCmd() *cobra.Command {
 			if err := s.Remove(ctx, args[0]); err != nil {
 				return err
 			}
+			a.reloadInDaemon(ctx, args[0])
 			fmt.Fprintf(a.io.Out, "removed %s\n", args[0])
 			return nil
 		},

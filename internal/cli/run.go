@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/station"
 )
 
 func (a *app) runCmd() *cobra.Command {
@@ -18,7 +20,9 @@ func (a *app) runCmd() *cobra.Command {
 		Use:   "run ID COMMAND",
 		Short: "Run a module command and print its JSON result",
 		Long: `Run runs COMMAND of the installed module ID with a JSON input and prints the
-JSON result. The module is confined to the permissions approved at install;
+JSON result. If a station daemon (station serve) is running, the call goes
+through it and the module is already warm; otherwise (or with --no-daemon)
+the station runs in this process. The module is confined to the permissions approved at install;
 if a gate denies an operation and the command fails, the error names the
 module, the capability, the target and the reason, and the exit code is 3.
 
@@ -34,11 +38,16 @@ timed out.`,
 			if err != nil {
 				return err
 			}
-			s, err := a.open(ctx)
-			if err != nil {
-				return err
+			var out []byte
+			if c := a.daemon(ctx); c != nil {
+				out, err = c.Run(ctx, args[0], args[1], in, "")
+			} else {
+				var s *station.Station
+				if s, err = a.open(ctx); err != nil {
+					return err
+				}
+				out, err = s.Run(ctx, args[0], args[1], in)
 			}
-			out, err := s.Run(ctx, args[0], args[1], in)
 			if err != nil {
 				return err
 			}

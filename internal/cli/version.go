@@ -15,12 +15,9 @@ func (a *app) versionCmd() *cobra.Command {
 		Short: "Print the station version, guest ABI and runtime",
 		Args:  exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			v := "(devel)"
+			v := versionString()
 			wz := "?"
 			if bi, ok := debug.ReadBuildInfo(); ok {
-				if bi.Main.Version != "" {
-					v = bi.Main.Version
-				}
 				for _, d := range bi.Deps {
 					if d.Path == "github.com/tetratelabs/wazero" {
 						wz = d.Version
@@ -31,4 +28,12 @@ func (a *app) versionCmd() *cobra.Command {
 			return nil
 		},
 	}
+}
+
+// versionString is the station's module version, "(devel)" in a checkout.
+func versionString() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
 }

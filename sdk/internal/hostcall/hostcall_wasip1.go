@@ -125,3 +125,17 @@ func ProcessRun(doc []byte) (abi.Status, []byte) {
 	runtime.KeepAlive(doc)
 	return answer(r)
 }
+
+//go:wasmimport station llm_complete
+func llmComplete(ptr unsafe.Pointer, n uint32) uint64
+
+// LLMComplete asks the station's LLM for the abi.LLMRequest document doc.
+// On StatusOK the returned bytes are an abi.LLMResponse document; otherwise
+// they are an abi.Error document, or nil. The import exists only in modules
+// whose manifest grants llm; the Go linker keeps it only in modules that
+// call this function.
+func LLMComplete(doc []byte) (abi.Status, []byte) {
+	r := llmComplete(ptr(doc), uint32(len(doc)))
+	runtime.KeepAlive(doc)
+	return answer(r)
+}

@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/station-dev/station/internal/daemon"
+	"github.com/station-dev/station/internal/station"
+)
+
+// daemon returns a client of the daemon serving this station home, or nil
+// when none runs or --no-daemon is set: the command then runs in process.
+func (a *app) daemon(ctx context.Context) *daemon.Client {
+	if a.noDaemon || a.io.Getenv("STATION_NO_DAEMON") != "" {
+		return nil
+	}
+	home, err := a.homeDir()
+	if err != nil {
+		return nil
+	}
+	c, err := daemon.Dial(ctx, home)
+	if err != nil {
+		if !errors.Is(err, daemon.ErrNotRunning) || a.verbose {
+			fmt.Fprintf(a.io.Err, "station: %v; running in this process\n", err)
+		}
+		return nil
+	}
+	a.closers = append(a.closers, c)
+	return c
+}
+
+// reloadInDaemon tells a running daemon that module id changed in the store.
+func (a *app) reloadInDaemon(ctx context.Context, id string) {
+	c := a.daemon(ctx)
+	if c == nil {
+		return
+	}
+	if err := c.Reload(ctx, id); err != nil {
+		fmt.Fprintf(a.io.Err, "station: the running daemon could not reload %s: %v (restart it to pick up the change)\n", id, err)
+	}
+}
+
+// workflowService is what the daemon serves for /v1/workflows; nil until the
+// workflow engine is wired in.
+func (a *app) workflowService(s *station.Station) daemon.WorkflowService { return nil }

@@ -1,0 +1,130 @@
+package cli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/daemon"
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/wasmbuild"
+)
+
+// DefaultDaemonAddr is where `station serve` listens unless told otherwise.
+const DefaultDaemonAddr = "127.0.0.1:7420"
+
+func (a *app) serveCmd() *cobra.Command {
+	var addr string
+	var demo bool
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the station daemon: modules stay compiled and warm, the CLI and scripts call it",
+		Long: `Serve runs a long-lived station on a loopback address. It keeps modules
+compiled and warm, so calls skip the start-up a one-shot 'station run' pays,
+and it answers a JSON API (docs/api.md) for scripts. While it runs, the station
+commands in other terminals (run, workflow, audit, module install) use it
+automatically; with --no-daemon they run in their own process.
+
+Only the station's own user can drive it: every request needs the token the
+daemon writes to STATION_HOME/daemon.json (mode 0600), and requests from web
+pages or through other host names are refused.
+
+--demo serves a demo station instead, in ~/.station-demo (or --home; never
+your own STATION_HOME): it builds the example modules from this repository, starts
+stand-ins for api.stripe.com and the LLM provider on 127.0.0.1, installs the
+examples and an example workflow, and prints commands to try.
+
+Stop it with Ctrl-C; calls in flight finish first.`,
+		Example: `  station serve
+  station serve --addr 127.0.0.1:9000
+  go run ./cmd/station serve --demo`,
+		Args: exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			return a.serve(cmd.Context(), addr, demo)
+		},
+	}
+	c.Flags().StringVar(&addr, "addr", DefaultDaemonAddr, "loopback address to listen on (port 0 picks a free one)")
+	c.Flags().BoolVar(&demo, "demo", false, "serve a demo station with the example modules and stand-in APIs")
+	return c
+}
+
+func (a *app) serve(ctx context.Context, addr string, demo bool) error {
+	ln, err := daemon.Listen(addr)
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+
+	var s *station.Station
+	var home string
+	if demo {
+		home, err = a.demoHome()
+		if err != nil {
+			return err
+		}
+		root, err := wasmbuild.RepoRoot()
+		if err != nil {
+			return fmt.Errorf("serve --demo: %w (run it from a checkout of the station repository)", err)
+		}
+		fmt.Fprintf(a.io.Out, "station serve --demo — STATION_HOME=%s\n", home)
+		step := func(format string, args ...any) { fmt.Fprintf(a.io.Out, "\n==> "+format+"\n", args...) }
+		st, fake, err := a.demoStation(ctx, root, home, step)
+		if err != nil {
+			return err
+		}
+		defer fake.Close()
+		a.stations = append(a.stations, st)
+		s = st
+	} else {
+		s, err = a.open(ctx)
+		if err != nil {
+			return err
+		}
+		home = s.Home
+	}
+	if c, err := daemon.Dial(ctx, home); err == nil {
+		h, _ := c.Health(ctx)
+		c.Close()
+		pid := 0
+		if h != nil {
+			pid = h.PID
+		}
+		return fmt.Errorf("a daemon (pid %d) already serves %s; stop it first", pid, home)
+	}
+
+	srv, err := daemon.New(daemon.Options{Station: s, Logger: a.logger(home), Version: versionString(), Workflows: a.workflowService(s)})
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(a.io.Out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), home)
+	fmt.Fprintf(a.io.Out, "token in %s; API reference: docs/api.md\n", filepath.Join(home, daemon.StateFile))
+	if demo {
+		fmt.Fprintf(a.io.Out, `
+In another terminal, try:
+  export STATION_HOME=%s
+  go run ./cmd/station run station/hello greet --input '{"name":"Ada"}'
+  go run ./cmd/station run dave/stripe-invoicing fetch --input '{"url":"https://evil.example/"}'   # denied: exit code 3
+  go run ./cmd/station workflow run examples/workflows/invoice.yaml --input customer=cus_demo
+  go run ./cmd/station audit --denied
+`, home)
+	}
+	fmt.Fprintln(a.io.Out, "Ctrl-C stops it.")
+	return srv.Serve(ctx, ln, 30*time.Second)
+}
+
+// demoHome is --home, else ~/.station-demo — never $STATION_HOME, the
+// operator's own station, whose configuration the demo rewrites.
+func (a *app) demoHome() (string, error) {
+	if a.home != "" {
+		return a.home, nil
+	}
+	u, err := os.UserHomeDir()
+	if err != nil {
+		return "", fmt.Errorf("serve --demo: %w (pass --home)", err)
+	}
+	return filepath.Join(u, ".station-demo"), nil
+}

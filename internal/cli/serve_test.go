@@ -1,0 +1,103 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/station-dev/station/internal/cli"
+	"github.com/station-dev/station/internal/daemon"
+	"github.com/station-dev/station/internal/fixture"
+)
+
+// lockedBuffer is a bytes.Buffer safe to read while the daemon writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestServeAndRunThroughIt: with `station serve` running, `station run` goes
+// through the daemon with the same output and exit codes as in process
+// (3 for a denial), a removal reaches the daemon at once, and --no-daemon
+// still runs in process.
+func TestServeAndRunThroughIt(t *testing.T) {
+	home := t.TempDir()
+	ca := fixture.NewCA(t)
+	stripe := ca.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, `{"id":"in_1","status":"draft","amount_due":100,"currency":"eur"}`)
+	}), "api.stripe.com")
+	cfg := fmt.Sprintf("network:\n  resolve: [\"api.stripe.com:443=%s\"]\n  extra_ca: %s\n  allow_private: [127.0.0.0/8]\n", stripe.Addr, ca.WriteFile(t, home))
+	os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600)
+	station(t, home, "", "module", "install", "--yes", moduleDir(t, "stripe-invoicing")).want(t, 0)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	var out lockedBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out})
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(out.String(), "listening on") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the daemon did not start:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	c, err := daemon.Dial(ctx, home)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+
+	r := station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
+	if !strings.Contains(r.out, `"id": "in_1"`) {
+		t.Errorf("create-invoice output: %s", r.out)
+	}
+	if h, err := c.Health(ctx); err != nil || len(h.Loaded) != 1 {
+		t.Errorf("the daemon did not run the call: health %+v, %v", h, err)
+	}
+	r = station(t, home, "", "run", "dave/stripe-invoicing", "fetch", "--input", `{"url":"https://evil.example/"}`).want(t, cli.ExitViolation)
+	if want := `station: sandbox violation: module dave/stripe-invoicing: network: "evil.example:443" is not in its allowlist`; !strings.HasPrefix(strings.TrimSpace(r.err), want) {
+		t.Errorf("denial through the daemon:\n got %s\nwant %s", r.err, want)
+	}
+	station(t, home, "", "--no-daemon", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
+
+	station(t, home, "", "module", "remove", "dave/stripe-invoicing").want(t, 0)
+	if h, err := c.Health(ctx); err != nil || len(h.Loaded) != 0 {
+		t.Errorf("the daemon still holds the removed module: %+v, %v", h, err)
+	}
+	r = station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice").want(t, cli.ExitError)
+	if !strings.Contains(r.err, "not installed") {
+		t.Errorf("run after remove: %s", r.err)
+	}
+
+	// A second daemon on the same home is refused.
+	station(t, home, "", "serve", "--addr", "127.0.0.1:0").want(t, cli.ExitError)
+
+	cancel()
+	if code := <-done; code != 0 {
+		t.Errorf("serve exited %d:\n%s", code, out.String())
+	}
+	if _, err := os.Stat(filepath.Join(home, daemon.StateFile)); !os.IsNotExist(err) {
+		t.Errorf("the state file outlived the daemon: %v", err)
+	}
+}
