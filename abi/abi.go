@@ -9,7 +9,9 @@
 //
 // # Version history
 //
-//   - 1 (2026-11): buffers, output_set, log, http_request, process_run.
+//   - 1 (2026-11): buffers, output_set, log, http_request, process_run,
+//     llm_complete. Imports are only ever added within a version: a module
+//     that imports one a station does not offer is refused at install.
 package abi
 
 // Version is the ABI version this package describes. A guest declares the
@@ -76,6 +78,14 @@ const (
 	// http_request's: on StatusOK the handle holds a ProcessResponse document.
 	// It is linked only into modules whose manifest grants subprocess.
 	ImportProcessRun = "process_run"
+	// ImportLLMComplete is `llm_complete(ptr i32, len i32) -> i64`: asks the
+	// station's LLM for the completion the LLMRequest document at
+	// [ptr, ptr+len) describes. The station makes the request with its own
+	// provider and key, within the module's token limits, and records the
+	// usage. The result is packed like http_request's: on StatusOK the
+	// handle holds an LLMResponse document. It is linked only into modules
+	// whose manifest grants llm.
+	ImportLLMComplete = "llm_complete"
 )
 
 // Status is the outcome of a host call.
@@ -155,6 +165,41 @@ type ProcessResponse struct {
 	Stdout    []byte `json:"stdout,omitempty"`
 	Stderr    []byte `json:"stderr,omitempty"`
 	Truncated bool   `json:"truncated,omitempty"` // output exceeded the cap
+}
+
+// LLMMessage is one chat message of an LLMRequest.
+type LLMMessage struct {
+	Role    string `json:"role"` // "system", "user" or "assistant"
+	Content string `json:"content"`
+}
+
+// LLMRequest is the JSON document llm_complete takes. The model is the
+// station's: the operator chooses it and pays for it.
+type LLMRequest struct {
+	Messages []LLMMessage `json:"messages"`
+	// MaxTokens bounds the completion; 0 leaves it to the module's
+	// max_tokens_per_call, if any, else to the provider.
+	MaxTokens int `json:"max_tokens,omitempty"`
+	// Temperature, 0 to 2, if set.
+	Temperature *float64 `json:"temperature,omitempty"`
+	// JSON asks the provider for a JSON object (OpenAI's JSON mode: the
+	// messages must mention JSON).
+	JSON bool `json:"json,omitempty"`
+}
+
+// LLMUsage is what a completion cost, as the provider reported it.
+type LLMUsage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// LLMResponse is the JSON document a successful llm_complete returns.
+type LLMResponse struct {
+	Model        string   `json:"model"`
+	Content      string   `json:"content"`
+	FinishReason string   `json:"finish_reason,omitempty"` // "stop", "length", ...
+	Usage        LLMUsage `json:"usage"`
 }
 
 // Log levels for the log import.
