@@ -91,6 +91,11 @@ type Options struct {
 	// Protected directories and every write root of the module are added to
 	// Excluded.
 	Exec func() execgate.Operator
+	// LLM answers llm_complete for modules whose manifest grants llm,
+	// with the grant bound when the module was linked. The host never
+	// holds the provider or its key. Nil: granted modules still load, and
+	// their requests fail with "this station offers no LLM".
+	LLM LLMFunc
 }
 
 // Grants are what an install approved beyond the manifest itself.

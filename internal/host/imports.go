@@ -12,6 +12,7 @@ import (
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/execgate"
+	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
 )
@@ -42,6 +43,9 @@ func (m *Module) offered() map[string]bool {
 	if m.exec != nil {
 		o[abi.ImportProcessRun] = true
 	}
+	if m.llm != nil {
+		o[abi.ImportLLMComplete] = true
+	}
 	return o
 }
 
@@ -60,6 +64,9 @@ func (m *Module) link(ctx context.Context) error {
 	fn(abi.ImportHTTPRequest, m.httpRequest, []api.ValueType{i32, i32}, []api.ValueType{i64})
 	if m.exec != nil {
 		fn(abi.ImportProcessRun, m.processRun, []api.ValueType{i32, i32}, []api.ValueType{i64})
+	}
+	if m.llm != nil {
+		fn(abi.ImportLLMComplete, m.llmComplete, []api.ValueType{i32, i32}, []api.ValueType{i64})
 	}
 	_, err := b.Instantiate(ctx)
 	return err
@@ -288,7 +295,7 @@ func statusOf(err error) abi.Status {
 	switch {
 	case errors.As(err, &v):
 		return abi.StatusDenied
-	case errors.Is(err, netgate.ErrInvalid), errors.Is(err, execgate.ErrInvalid):
+	case errors.Is(err, netgate.ErrInvalid), errors.Is(err, execgate.ErrInvalid), errors.Is(err, llm.ErrInvalid):
 		return abi.StatusInvalid
 	case errors.Is(err, netgate.ErrTooLarge), errors.Is(err, execgate.ErrTooLarge):
 		return abi.StatusTooLarge

@@ -48,6 +48,7 @@ type Module struct {
 	allow *netgate.Allowlist
 	fs    *fsgate.Gate   // nil: nothing is mounted
 	exec  *execgate.Gate // nil: no process_run import is linked
+	llm   *LLMGrant      // nil: no llm_complete import is linked
 
 	rt       wazero.Runtime
 	compiled wazero.CompiledModule
@@ -172,6 +173,10 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		}
 	}
 
+	if man.Requires.LLM.Enabled {
+		m.llm = &LLMGrant{Module: man.ID, LLM: man.Requires.LLM}
+	}
+
 	pages := uint32((limits.MemoryBytes + 65535) / 65536)
 	m.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(h.cache).
@@ -273,6 +278,8 @@ func grantHint(name string) string {
 	switch name {
 	case "exec", "process_spawn", "spawn", abi.ImportProcessRun:
 		return " (subprocess is not granted)"
+	case abi.ImportLLMComplete:
+		return " (llm is not granted)"
 	}
 	return ""
 }
@@ -387,6 +394,11 @@ func (m *Module) logGates() {
 		}
 	} else {
 		m.log.Info(fmt.Sprintf("module %s: subprocess gate CLOSED", m.id))
+	}
+	if m.llm != nil {
+		m.log.Info(fmt.Sprintf("module %s: llm gate active — %s", m.id, describeLLM(m.llm)))
+	} else {
+		m.log.Info(fmt.Sprintf("module %s: llm gate CLOSED", m.id))
 	}
 	if m.fs != nil {
 		m.log.Info(fmt.Sprintf("module %s: filesystem-write gate active — %s", m.id, m.fs))
