@@ -41,6 +41,10 @@ const (
 	// station.process_run (through sdk/sproc) for its exec action; it loads
 	// only into modules whose manifest grants subprocess.
 	ExecTag = "probe_exec"
+	// LLMTag is the build tag of the probe variant that imports
+	// station.llm_complete (through sdk/sllm) for its llm action; it loads
+	// only into modules whose manifest grants llm.
+	LLMTag = "probe_llm"
 )
 
 // Sentinel values for Action.Args of a raw action with Data: the probe
@@ -80,6 +84,7 @@ const (
 	OpLink     = "link"     // Path (existing), To (new name)
 	OpChtimes  = "chtimes"  // Path
 	OpExec     = "exec"     // Argv, ExecEnv, Data (stdin), Path (working directory); needs ExecTag
+	OpLLM      = "llm"      // LLM; needs LLMTag
 )
 
 // Action is one step of a probe run. Op selects it; the other fields are
@@ -109,6 +114,30 @@ type Action struct {
 	Code    int                 `json:"code,omitempty"`
 	Argv    []string            `json:"argv,omitempty"`
 	ExecEnv map[string]string   `json:"exec_env,omitempty"`
+	LLM     *LLMRequest         `json:"llm,omitempty"`
+}
+
+// LLMRequest is the request of an llm action (sllm.Request's fields).
+type LLMRequest struct {
+	Messages  []LLMMessage `json:"messages"`
+	MaxTokens int          `json:"max_tokens,omitempty"`
+	JSON      bool         `json:"json,omitempty"`
+}
+
+// LLMMessage is one message of an LLMRequest.
+type LLMMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// LLMResult is what an llm action got back (sllm.Response's fields).
+type LLMResult struct {
+	Model            string `json:"model"`
+	Content          string `json:"content"`
+	FinishReason     string `json:"finish_reason,omitempty"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+	TotalTokens      int    `json:"total_tokens"`
 }
 
 // Result is the outcome of one action.
@@ -146,6 +175,9 @@ type Result struct {
 	ExitCode *int   `json:"exit_code,omitempty"`
 	Stdout   string `json:"stdout,omitempty"`
 	Stderr   string `json:"stderr,omitempty"`
+
+	// llm
+	LLM *LLMResult `json:"llm,omitempty"`
 }
 
 // Error describes a failed action. For a station host call it carries the
@@ -315,6 +347,29 @@ func (a Action) WithEnv(env map[string]string) Action { a.ExecEnv = env; return 
 
 // InDir sets the working directory of an exec action.
 func (a Action) InDir(dir string) Action { a.Path = dir; return a }
+
+// Ask asks the station's LLM for a completion of one user message through
+// llm_complete (sdk/sllm); the probe must be built with LLMTag.
+func Ask(prompt string) Action {
+	return Action{Op: OpLLM, LLM: &LLMRequest{Messages: []LLMMessage{{Role: "user", Content: prompt}}}}
+}
+
+// LLM asks for a completion of messages, alternately "role", "content".
+func LLM(roleContent ...string) Action {
+	r := &LLMRequest{}
+	for i := 0; i+1 < len(roleContent); i += 2 {
+		r.Messages = append(r.Messages, LLMMessage{Role: roleContent[i], Content: roleContent[i+1]})
+	}
+	return Action{Op: OpLLM, LLM: r}
+}
+
+// WithMaxTokens sets the max_tokens of an llm action.
+func (a Action) WithMaxTokens(n int) Action {
+	r := *a.LLM
+	r.MaxTokens = n
+	a.LLM = &r
+	return a
+}
 
 // Chtimes sets the access and modification times of path to the Unix epoch.
 func Chtimes(path string) Action { return Action{Op: OpChtimes, Path: path} }

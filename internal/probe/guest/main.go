@@ -10,7 +10,10 @@
 //     offers, so instantiating it must fail cleanly;
 //   - probe_no_network leaves out everything that imports
 //     station.http_request, which the station links only into modules with
-//     a network allowlist: this variant loads under any manifest.
+//     a network allowlist: this variant loads under any manifest;
+//   - probe_exec and probe_llm add the exec and llm actions, which import
+//     station.process_run and station.llm_complete: these variants load only
+//     where the manifest grants subprocess or llm.
 package main
 
 import (
@@ -92,6 +95,8 @@ func do(ctx context.Context, a probe.Action) probe.Result {
 		err = file(a, &r)
 	case probe.OpExec:
 		err = doExec(ctx, a, &r)
+	case probe.OpLLM:
+		err = doLLM(ctx, a, &r)
 	default:
 		err = fmt.Errorf("unknown op %q", a.Op)
 	}
