@@ -72,9 +72,10 @@ var ErrCheck = errors.New("the workflow cannot run")
 // Check finds every module and permission wf will use, before anything
 // runs: each module must be installed, declare the commands the workflow
 // calls and be runnable as approved; llm steps need a provider (provider
-// describes it, "" for none). The Report is complete even when the error
+// describes it, "" for none; llmErr, if set, is why the configured one
+// cannot be used). The Report is complete even when the error
 // (which wraps ErrCheck) lists problems.
-func Check(ctx context.Context, wf *Workflow, mods Modules, provider string) (*Report, error) {
+func Check(ctx context.Context, wf *Workflow, mods Modules, provider string, llmErr error) (*Report, error) {
 	r := &Report{Workflow: wf.Name, File: wf.File, Digest: wf.Digest, Problems: []string{}}
 	index := map[string]int{}
 	declared := map[string][]string{}
@@ -118,8 +119,12 @@ func Check(ctx context.Context, wf *Workflow, mods Modules, provider string) (*R
 			checkCommands(r, m, declared[m.ID])
 		}
 	}
-	if r.LLM != nil && provider == "" {
-		r.Problems = append(r.Problems, fmt.Sprintf("steps %v use the llm built-in, but %s", r.LLM.Steps, ErrNoLLM))
+	switch {
+	case r.LLM == nil:
+	case llmErr != nil:
+		r.Problems = append(r.Problems, fmt.Sprintf("steps %v use the llm built-in, but %v", r.LLM.Steps, llmErr))
+	case provider == "":
+		r.Problems = append(r.Problems, fmt.Sprintf("steps %v use the llm built-in, but %v", r.LLM.Steps, ErrNoLLM))
 	}
 	return r, r.err()
 }

@@ -70,7 +70,11 @@ func (x *execution) llm(ctx context.Context, input []byte) ([]byte, *store.LLMUs
 	}
 	resp, err := x.e.LLM.Complete(ctx, req)
 	if err != nil {
-		return nil, nil, &llmError{err: err}
+		// Retrying cannot fix a missing configuration, a refused key, an
+		// unknown model or a request the provider refuses.
+		final := errors.Is(err, llm.ErrNotConfigured) || errors.Is(err, llm.ErrKeyRefused) || errors.Is(err, llm.ErrModelNotFound) ||
+			errors.Is(err, llm.ErrBadRequest) || errors.Is(err, llm.ErrInvalid)
+		return nil, nil, &llmError{input: final, err: err}
 	}
 	usage := &store.LLMUsage{Model: resp.Model, PromptTokens: resp.Usage.PromptTokens, CompletionTokens: resp.Usage.CompletionTokens}
 	out := LLMOutput{Content: resp.Content, Model: resp.Model, FinishReason: resp.FinishReason, Usage: resp.Usage}
