@@ -214,18 +214,34 @@ func readState(path string) (State, error) {
 	return st, nil
 }
 
+// endpoint is one route of the API.
+type endpoint struct {
+	pattern string // net/http pattern: "METHOD /path"
+	handler http.HandlerFunc
+}
+
+// endpoints lists the API; docs/openapi.yaml describes exactly these
+// (TestOpenAPIListsEveryRoute).
+func (s *Server) endpoints() []endpoint {
+	return []endpoint{
+		{"GET /v1/health", s.health},
+		{"GET /v1/modules", s.modules},
+		{"GET /v1/modules/{owner}/{slug}", s.module},
+		{"POST /v1/modules/{owner}/{slug}/reload", s.reload},
+		{"POST /v1/run", s.run},
+		{"GET /v1/audit", s.audit},
+		{"POST /v1/workflows/check", s.workflowCheck},
+		{"POST /v1/workflows/runs", s.workflowStart},
+		{"GET /v1/workflows/runs", s.workflowRuns},
+		{"GET /v1/workflows/runs/{id}", s.workflowRun},
+	}
+}
+
 func (s *Server) routes() {
 	m := http.NewServeMux()
-	m.HandleFunc("GET /v1/health", s.health)
-	m.HandleFunc("GET /v1/modules", s.modules)
-	m.HandleFunc("GET /v1/modules/{owner}/{slug}", s.module)
-	m.HandleFunc("POST /v1/modules/{owner}/{slug}/reload", s.reload)
-	m.HandleFunc("POST /v1/run", s.run)
-	m.HandleFunc("GET /v1/audit", s.audit)
-	m.HandleFunc("POST /v1/workflows/runs", s.workflowStart)
-	m.HandleFunc("GET /v1/workflows/runs", s.workflowRuns)
-	m.HandleFunc("GET /v1/workflows/runs/{id}", s.workflowRun)
-	m.HandleFunc("POST /v1/workflows/check", s.workflowCheck)
+	for _, e := range s.endpoints() {
+		m.HandleFunc(e.pattern, e.handler)
+	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, &APIError{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path)})
 	})

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"gopkg.in/yaml.v3"
 
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
@@ -326,5 +327,37 @@ func TestReloadAppliesAnotherProcessesInstall(t *testing.T) {
 	var v *sandbox.Violation
 	if !errors.As(err, &v) || v.Target != "api.stripe.com:443" {
 		t.Fatalf("after the reinstall: %v, want api.stripe.com denied", err)
+	}
+}
+
+// TestOpenAPIListsEveryRoute keeps docs/openapi.yaml true: every route the
+// server registers is described, and nothing else.
+func TestOpenAPIListsEveryRoute(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Paths map[string]map[string]any `yaml:"paths"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("docs/openapi.yaml: %v", err)
+	}
+	documented := map[string]bool{}
+	for p, ops := range doc.Paths {
+		for m := range ops {
+			if m != "parameters" {
+				documented[strings.ToUpper(m)+" "+p] = true
+			}
+		}
+	}
+	for _, e := range (&Server{}).endpoints() {
+		if !documented[e.pattern] {
+			t.Errorf("route %s is not in docs/openapi.yaml", e.pattern)
+		}
+		delete(documented, e.pattern)
+	}
+	for r := range documented {
+		t.Errorf("docs/openapi.yaml describes %s, which the server does not serve", r)
 	}
 }
