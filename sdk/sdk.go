@@ -52,18 +52,32 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"reflect"
 	"runtime/debug"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
+	"unsafe"
 )
 
-// A handler runs one command on its raw input.
-type handler func(ctx context.Context, input []byte) ([]byte, error)
+// A handler is one registered command.
+type handler struct {
+	name string
+	// run runs the command. A typed command may append its result to out
+	// (a buffer the caller lends it) and never keeps input; a raw command
+	// (HandleRaw) owns input and returns a result it may keep.
+	run func(ctx context.Context, input, out []byte) ([]byte, error)
+	raw bool
+}
 
+// registry maps command names to commands. Registering copies the map, so a
+// call reads it without a lock (registration happens in init functions,
+// calls for the rest of the instance's life).
 var registry struct {
-	sync.RWMutex
-	handlers map[string]handler
+	sync.Mutex // serializes registration
+	commands   atomic.Pointer[map[string]*handler]
 }
 
 // Handle registers the command name. Its input (a JSON document) is decoded
@@ -78,17 +92,30 @@ func Handle[In, Out any](name string, fn func(ctx context.Context, in In) (Out, 
 	if fn == nil {
 		panic("sdk: Handle " + name + ": nil function")
 	}
-	register(name, func(ctx context.Context, input []byte) ([]byte, error) {
+	// Plans for the JSON fast path (fastjson.go); nil: encoding/json only.
+	inPlan, outPlan := planFor(reflect.TypeFor[In]()), planFor(reflect.TypeFor[Out]())
+	register(&handler{name: name, run: func(ctx context.Context, input, buf []byte) ([]byte, error) {
 		var in In
-		if err := decodeInput(input, &in); err != nil {
-			return nil, err
+		if inPlan == nil || !decodeFast(input, unsafe.Pointer(&in), inPlan) {
+			// A fresh value, so that encoding/json sees nothing the fast
+			// path wrote, and in itself stays on the stack.
+			p := new(In)
+			if err := decodeInput(input, p); err != nil {
+				return nil, err
+			}
+			in = *p
 		}
 		out, err := fn(ctx, in)
 		if err != nil {
 			return nil, err
 		}
+		if outPlan != nil {
+			if b, ok := encodeFast(buf[:0], unsafe.Pointer(&out), outPlan); ok {
+				return b, nil
+			}
+		}
 		return encodeOutput(out)
-	})
+	}})
 }
 
 // HandleRaw registers the command name with a handler that receives the
@@ -102,22 +129,35 @@ func HandleRaw(name string, fn func(ctx context.Context, input []byte) ([]byte, 
 	if fn == nil {
 		panic("sdk: HandleRaw " + name + ": nil function")
 	}
-	register(name, fn)
+	register(&handler{name: name, raw: true, run: func(ctx context.Context, input, _ []byte) ([]byte, error) {
+		return fn(ctx, input)
+	}})
 }
 
-func register(name string, h handler) {
-	if name == "" {
+func register(c *handler) {
+	if c.name == "" {
 		panic("sdk: a command needs a name")
 	}
 	registry.Lock()
 	defer registry.Unlock()
-	if _, dup := registry.handlers[name]; dup {
-		panic("sdk: command " + name + " registered twice")
+	next := map[string]*handler{}
+	if cur := registry.commands.Load(); cur != nil {
+		if _, dup := (*cur)[c.name]; dup {
+			panic("sdk: command " + c.name + " registered twice")
+		}
+		maps.Copy(next, *cur)
 	}
-	if registry.handlers == nil {
-		registry.handlers = make(map[string]handler)
+	next[c.name] = c
+	registry.commands.Store(&next)
+}
+
+// lookup returns the command registered as name, or nil. (The conversion
+// in the index expression does not allocate.)
+func lookup(name []byte) *handler {
+	if cur := registry.commands.Load(); cur != nil {
+		return (*cur)[string(name)]
 	}
-	registry.handlers[name] = h
+	return nil
 }
 
 // ErrUnknownCommand is returned (wrapped) by Invoke for a command no handler
@@ -138,29 +178,33 @@ func Invoke(ctx context.Context, command string, input []byte) ([]byte, error) {
 // dispatch is the one path from a command name to its handler, shared by
 // Invoke and station_call.
 func dispatch(ctx context.Context, command string, input []byte) (out []byte, err error) {
-	registry.RLock()
-	h, ok := registry.handlers[command]
-	registry.RUnlock()
-	if !ok {
+	var c *handler
+	if cur := registry.commands.Load(); cur != nil {
+		c = (*cur)[command]
+	}
+	if c == nil {
 		return nil, unknownCommand(command)
 	}
+	return c.call(ctx, input, nil)
+}
+
+// call runs c, turning a panic into an error. A typed command may append its
+// result to buf.
+func (c *handler) call(ctx context.Context, input, buf []byte) (out []byte, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			Log(slog.LevelError, "command panicked", "command", command, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			Log(slog.LevelError, "command panicked", "command", c.name, "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
 			out, err = nil, &panicError{value: r}
 		}
 	}()
-	return h(ctx, input)
+	return c.run(ctx, input, buf)
 }
 
 func unknownCommand(command string) error {
-	registry.RLock()
-	names := make([]string, 0, len(registry.handlers))
-	for n := range registry.handlers {
-		names = append(names, n)
+	var names []string
+	if cur := registry.commands.Load(); cur != nil {
+		names = slices.Sorted(maps.Keys(*cur))
 	}
-	registry.RUnlock()
-	sort.Strings(names)
 	if len(names) == 0 {
 		return fmt.Errorf("%w %q: this module registers no commands", ErrUnknownCommand, command)
 	}

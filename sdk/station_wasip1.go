@@ -16,21 +16,54 @@ import (
 //go:wasmexport station_abi_1
 func stationABI1() {}
 
+// Buffers reused from call to call (calls on an instance never overlap):
+// every allocation in a guest is expensive inside the station (see
+// fastjson.go), and a trivial command should need none of its own. A buffer
+// that grew past maxScratch is dropped after the call, so one large call
+// does not pin memory.
+var (
+	nameBuf    = make([]byte, 0, 64)
+	inScratch  []byte // the input of typed commands, which only decode it
+	outScratch []byte // the result of typed commands
+)
+
+const maxScratch = 64 << 10
+
+// last is the command the previous call ran: a module's calls mostly repeat
+// one command, and comparing one name is cheaper than hashing it.
+var last *handler
+
 // stationCall is abi.ExportCall: it reads the command name and the input
 // from their buffers, runs the command and sets the call's output.
 //
 //go:wasmexport station_call
 func stationCall(command, input int32) int32 {
-	name, s := hostcall.ReadBuffer(uint32(command))
+	name, s := hostcall.ReadBufferInto(uint32(command), nameBuf)
 	if s != abi.StatusOK {
 		hostcall.FreeBuffer(uint32(input))
 		return fail(fmt.Sprintf("sdk: read the command name: %s", s))
 	}
-	in, s := hostcall.ReadBuffer(uint32(input))
-	if s != abi.StatusOK {
-		return fail(fmt.Sprintf("sdk: read the input of command %q: %s", name, s))
+	c := last
+	if c == nil || string(name) != c.name {
+		c = lookup(name)
+		last = c
 	}
-	out, err := dispatch(context.Background(), string(name), in)
+	if c == nil {
+		hostcall.FreeBuffer(uint32(input))
+		fail(unknownCommand(string(name)).Error())
+		return abi.CallUnknownCommand
+	}
+	var in []byte
+	if c.raw {
+		in, s = hostcall.ReadBuffer(uint32(input)) // the handler owns it
+	} else {
+		in, s = hostcall.ReadBufferInto(uint32(input), inScratch)
+		inScratch = keep(in)
+	}
+	if s != abi.StatusOK {
+		return fail(fmt.Sprintf("sdk: read the input of command %q: %s", c.name, s))
+	}
+	out, err := c.call(context.Background(), in, outScratch)
 	if err != nil {
 		fail(err.Error())
 		if errors.Is(err, ErrUnknownCommand) {
@@ -38,13 +71,24 @@ func stationCall(command, input int32) int32 {
 		}
 		return abi.CallFailed
 	}
+	if !c.raw {
+		outScratch = keep(out) // the SDK's own encoding, not the handler's
+	}
 	if len(out) == 0 {
 		return abi.CallOK
 	}
 	if s := hostcall.SetOutput(out); s != abi.StatusOK {
-		return fail(fmt.Sprintf("sdk: command %q: set a result of %d bytes: %s", name, len(out), s))
+		return fail(fmt.Sprintf("sdk: command %q: set a result of %d bytes: %s", c.name, len(out), s))
 	}
 	return abi.CallOK
+}
+
+// keep returns b emptied for reuse, or nil if it is too large to keep.
+func keep(b []byte) []byte {
+	if cap(b) > maxScratch {
+		return nil
+	}
+	return b[:0]
 }
 
 // fail sets msg as the call's output and returns abi.CallFailed.

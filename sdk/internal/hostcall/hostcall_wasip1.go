@@ -47,9 +47,26 @@ func status(r int32) abi.Status {
 
 // ReadBuffer copies buffer h into a new slice and frees it. Handle 0 is the
 // empty buffer. A handle that is not live yields StatusInvalid.
-func ReadBuffer(h uint32) ([]byte, abi.Status) {
+func ReadBuffer(h uint32) ([]byte, abi.Status) { return ReadBufferInto(h, nil) }
+
+// ReadBufferInto is ReadBuffer into dst's spare capacity when the buffer
+// fits there (one host call instead of two), else into a new slice. The
+// result aliases dst only in the first case.
+func ReadBufferInto(h uint32, dst []byte) ([]byte, abi.Status) {
 	if h == 0 {
-		return nil, abi.StatusOK
+		return dst[:0], abi.StatusOK
+	}
+	if c := cap(dst); c > 0 {
+		dst = dst[:c]
+		r := bufRead(h, ptr(dst), uint32(c))
+		runtime.KeepAlive(dst)
+		if r >= 0 {
+			return dst[:r], abi.StatusOK
+		}
+		if abi.Status(-r) != abi.StatusTooLarge {
+			bufFree(h)
+			return nil, status(r)
+		}
 	}
 	n := bufLen(h)
 	if n < 0 {
@@ -57,7 +74,7 @@ func ReadBuffer(h uint32) ([]byte, abi.Status) {
 	}
 	if n == 0 {
 		bufFree(h)
-		return nil, abi.StatusOK
+		return dst[:0], abi.StatusOK
 	}
 	b := make([]byte, n)
 	r := bufRead(h, ptr(b), uint32(n))
