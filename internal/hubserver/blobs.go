@@ -1,0 +1,143 @@
+package hubserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/station-dev/station/hub"
+)
+
+// Blobs stores content-addressed blobs: module manifests and wasm binaries,
+// named by their digest ("sha256:<hex>"). BlobDir is the one-machine
+// implementation; an OCI registry, whose blobs are addressed the same way,
+// can take its place.
+//
+// Put is idempotent and refuses data that does not match its digest; Get
+// returns exactly the bytes that were Put, or an error (ErrNotFound when
+// there is no such blob) — never bytes that do not match the digest.
+type Blobs interface {
+	Put(ctx context.Context, digest string, data []byte) error
+	Get(ctx context.Context, digest string, maxSize int64) ([]byte, error)
+}
+
+// BlobDir keeps blobs as files in a directory: dir/sha256/ab/abcdef…,
+// written atomically (temporary file, fsync, rename).
+type BlobDir struct {
+	dir string
+}
+
+var _ Blobs = (*BlobDir)(nil)
+
+// OpenBlobDir opens (creating it, mode 0700) the blob directory dir.
+func OpenBlobDir(dir string) (*BlobDir, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open blob directory %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(filepath.Join(abs, "sha256"), 0o700); err != nil {
+		return nil, fmt.Errorf("open blob directory %s: %w", dir, err)
+	}
+	return &BlobDir{dir: abs}, nil
+}
+
+func (b *BlobDir) path(digest string) (string, error) {
+	if !hub.ValidDigest(digest) {
+		return "", fmt.Errorf("blob %q: not a sha256 digest", digest)
+	}
+	h := strings.TrimPrefix(digest, "sha256:")
+	return filepath.Join(b.dir, "sha256", h[:2], h), nil
+}
+
+// Put stores data under digest, which must be hub.Digest(data).
+func (b *BlobDir) Put(ctx context.Context, digest string, data []byte) error {
+	p, err := b.path(digest)
+	if err != nil {
+		return err
+	}
+	if got := hub.Digest(data); got != digest {
+		return fmt.Errorf("put blob %s: data has digest %s", digest, got)
+	}
+	if _, err := os.Stat(p); err == nil {
+		return nil // content-addressed: the same bytes are there
+	}
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return fmt.Errorf("put blob %s: %w", digest, err)
+	}
+	f, err := os.CreateTemp(filepath.Dir(p), ".tmp-*")
+	if err != nil {
+		return fmt.Errorf("put blob %s: %w", digest, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("put blob %s: %w", digest, err)
+	}
+	if d, err := os.Open(filepath.Dir(p)); err == nil {
+		d.Sync() // make the rename durable
+		d.Close()
+	}
+	return nil
+}
+
+// Get returns the blob, checking it against its digest (a corrupted file is
+// an error, not bytes a station would then refuse with a confusing reason).
+func (b *BlobDir) Get(ctx context.Context, digest string, maxSize int64) ([]byte, error) {
+	p, err := b.path(digest)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("get blob %s: %w", digest, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get blob %s: %w", digest, err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxSize+1))
+	if err != nil {
+		return nil, fmt.Errorf("get blob %s: %w", digest, err)
+	}
+	if int64(len(data)) > maxSize {
+		return nil, fmt.Errorf("get blob %s: larger than %d bytes", digest, maxSize)
+	}
+	if got := hub.Digest(data); got != digest {
+		return nil, fmt.Errorf("get blob %s: stored file is corrupt (digest %s)", digest, got)
+	}
+	return data, nil
+}
+
+// OpenDir opens the one-machine storage of a hub data directory: the
+// database dir/hub.db and the blob directory dir/blobs. The directory is
+// created with mode 0700: it holds token hashes and team state.
+func OpenDir(dir string) (*SQLite, *BlobDir, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, nil, fmt.Errorf("open hub data directory %s: %w", dir, err)
+	}
+	st, err := OpenSQLite(filepath.Join(dir, "hub.db"))
+	if err != nil {
+		return nil, nil, err
+	}
+	blobs, err := OpenBlobDir(filepath.Join(dir, "blobs"))
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	return st, blobs, nil
+}

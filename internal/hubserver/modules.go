@@ -1,0 +1,212 @@
+package hubserver
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/manifest"
+)
+
+// publish accepts a signed bundle. The order of checks is the order of the
+// errors a publisher sees: well-formed bundle and manifest, namespace,
+// registered and active key, signature, then immutability. Blobs are
+// written before the version is recorded, so a recorded version always has
+// its blobs; a failure in between leaves only an unreferenced blob.
+func (s *Server) publish(c *call) error {
+	var b hub.Bundle
+	if err := c.decode(&b); err != nil {
+		return err
+	}
+	if int64(len(b.Wasm)) > s.limits.MaxWasmBytes {
+		return hub.Errorf(hub.CodeWasmInvalid, "the wasm is %d bytes; this hub accepts at most %d", len(b.Wasm), s.limits.MaxWasmBytes)
+	}
+	contents, err := b.Open(func(owner string, id hub.KeyID) (hub.PublicKey, error) {
+		if owner != c.account {
+			return hub.PublicKey{}, hub.Errorf(hub.CodeNamespaceForbidden, "account %q may not publish into the namespace %q: only %q may", c.account, owner, owner)
+		}
+		return s.keyFor(c, owner, id)
+	})
+	if err != nil {
+		return err
+	}
+	m, st := contents.Manifest, contents.Statement
+	if _, err := s.store.Version(c.ctx, m.ID, m.Version); err == nil {
+		return versionExists(m.ID, m.Version)
+	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := s.blobs.Put(c.ctx, st.ManifestDigest, b.Manifest); err != nil {
+		return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
+	}
+	if err := s.blobs.Put(c.ctx, st.WasmDigest, b.Wasm); err != nil {
+		return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
+	}
+	v := Version{
+		Version: hub.Version{
+			Module: m.ID, Version: m.Version, ManifestDigest: st.ManifestDigest, WasmDigest: st.WasmDigest,
+			WasmSize: int64(len(b.Wasm)), KeyID: contents.Signature.KeyID.String(), PublishedAt: s.now().UTC(),
+		},
+		Signature:   b.Signature,
+		Description: m.Description,
+	}
+	ev, err := s.store.Publish(c.ctx, v)
+	if errors.Is(err, ErrExists) {
+		return versionExists(m.ID, m.Version)
+	}
+	if err != nil {
+		return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
+	}
+	s.relay.notify()
+	s.log.Info("module published", "account", c.account, "module", m.ID, "version", m.Version, "wasm_digest", st.WasmDigest, "seq", ev.Seq)
+	s.reply(c, http.StatusCreated, v.Version)
+	return nil
+}
+
+func versionExists(id, version string) error {
+	return hub.Errorf(hub.CodeVersionExists, "%s@%s (or a version of equal precedence) was published before and versions never change: bump the version in module.yaml", id, version)
+}
+
+func (s *Server) search(c *call) error {
+	q := c.r.URL.Query()
+	query, owner := q.Get("q"), q.Get("owner")
+	if len(query) > 128 {
+		return hub.Errorf(hub.CodeBadRequest, "q is longer than 128 bytes")
+	}
+	if owner != "" {
+		if msg := hub.CheckName(owner); msg != "" {
+			return hub.Errorf(hub.CodeInvalidName, "owner %q %s", clip(owner), msg)
+		}
+	}
+	limit, err := intParam(q.Get("limit"), "limit", 20, 1, 100)
+	if err != nil {
+		return err
+	}
+	offset, err := intParam(q.Get("offset"), "offset", 0, 0, 10_000)
+	if err != nil {
+		return err
+	}
+	mods, err := s.store.Search(c.ctx, query, owner, offset, limit)
+	if err != nil {
+		return err
+	}
+	resp := hub.SearchResponse{Modules: mods}
+	if len(mods) == limit {
+		resp.Next = offset + limit
+	}
+	s.reply(c, http.StatusOK, resp)
+	return nil
+}
+
+func intParam(v, name string, def, min, max int) (int, error) {
+	if v == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < min || n > max {
+		return 0, hub.Errorf(hub.CodeBadRequest, "%s must be an integer from %d to %d", name, min, max)
+	}
+	return n, nil
+}
+
+func (s *Server) module(c *call) error {
+	id, err := c.moduleID()
+	if err != nil {
+		return err
+	}
+	m, err := s.store.Module(c.ctx, id)
+	if errors.Is(err, ErrNotFound) {
+		return hub.Errorf(hub.CodeModuleNotFound, "module %s does not exist", id)
+	}
+	if err != nil {
+		return err
+	}
+	s.reply(c, http.StatusOK, m)
+	return nil
+}
+
+// findVersion returns a stored version, or module_not_found /
+// version_not_found.
+func (s *Server) findVersion(c *call) (Version, error) {
+	id, version, err := c.moduleVersion()
+	if err != nil {
+		return Version{}, err
+	}
+	v, err := s.store.Version(c.ctx, id, version)
+	if errors.Is(err, ErrNotFound) {
+		if _, err := s.store.Module(c.ctx, id); errors.Is(err, ErrNotFound) {
+			return Version{}, hub.Errorf(hub.CodeModuleNotFound, "module %s does not exist", id)
+		}
+		return Version{}, hub.Errorf(hub.CodeVersionNotFound, "module %s has no version %s", id, version)
+	}
+	return v, err
+}
+
+func (s *Server) version(c *call) error {
+	v, err := s.findVersion(c)
+	if err != nil {
+		return err
+	}
+	s.reply(c, http.StatusOK, v.Version)
+	return nil
+}
+
+// bundle serves a version's bundle. Yanked versions are still served: a
+// lockfile may pin one, and the station decides what to do with a yank.
+func (s *Server) bundle(c *call) error {
+	v, err := s.findVersion(c)
+	if err != nil {
+		return err
+	}
+	man, err := s.blobs.Get(c.ctx, v.ManifestDigest, manifest.MaxFileSize)
+	if err != nil {
+		return fmt.Errorf("bundle %s@%s: %w", v.Module, v.Version.Version, err)
+	}
+	wasm, err := s.blobs.Get(c.ctx, v.WasmDigest, v.WasmSize)
+	if err != nil {
+		return fmt.Errorf("bundle %s@%s: %w", v.Module, v.Version.Version, err)
+	}
+	// The bytes of a version never change.
+	c.w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
+	s.reply(c, http.StatusOK, hub.Bundle{Format: hub.BundleFormat, Manifest: man, Wasm: wasm, Signature: v.Signature})
+	return nil
+}
+
+func (s *Server) yank(c *call) error {
+	var req hub.YankRequest
+	if err := c.decode(&req); err != nil {
+		return err
+	}
+	if err := checkText("reason", req.Reason, 1024); err != nil {
+		return err
+	}
+	return s.setYanked(c, true, req.Reason)
+}
+
+func (s *Server) unyank(c *call) error { return s.setYanked(c, false, "") }
+
+func (s *Server) setYanked(c *call, yanked bool, reason string) error {
+	id, version, err := c.moduleVersion()
+	if err != nil {
+		return err
+	}
+	if owner, _, _ := strings.Cut(id, "/"); owner != c.account {
+		return hub.Errorf(hub.CodeNamespaceForbidden, "only %q may yank or unyank %s", owner, id)
+	}
+	v, ev, err := s.store.SetYanked(c.ctx, id, version, yanked, reason, c.account, s.now())
+	if errors.Is(err, ErrNotFound) {
+		return hub.Errorf(hub.CodeVersionNotFound, "module %s has no version %s", id, version)
+	}
+	if err != nil {
+		return err
+	}
+	if ev != nil {
+		s.relay.notify()
+		s.log.Info(ev.Kind, "account", c.account, "module", id, "version", version, "seq", ev.Seq)
+	}
+	s.reply(c, http.StatusOK, v)
+	return nil
+}

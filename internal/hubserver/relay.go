@@ -1,0 +1,332 @@
+package hubserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/station-dev/station/hub"
+)
+
+// The relay delivers the event log to connected stations.
+//
+// The log in the Store is the only source of truth. A handler that changes
+// state appends its event in the same transaction and then calls notify;
+// one goroutine (run) reads the log from where it left off, in sequence
+// order, and fans each event out to the subscribers that may see it. A
+// stream first replays the log from the client's cursor out of the Store,
+// then forwards what the fan-out sends it, skipping what it already sent.
+// So an event reaches a stream exactly once and in order, whether it was
+// committed before the stream connected, during its replay, or after.
+//
+// A subscriber that does not keep up (its buffer of subscriberBuffer events
+// is full) is dropped: its stream ends and the station reconnects from its
+// cursor, catching up from the Store. Memory per stream stays bounded.
+
+const (
+	// subscriberBuffer is how many events may wait for a slow stream.
+	subscriberBuffer = 256
+	// relayPage is how many events one Store read returns.
+	relayPage = 256
+)
+
+type relay struct {
+	store Store
+	log   *slog.Logger
+	wake  chan struct{}
+	last  int64 // the last event fanned out; owned by run
+
+	mu   sync.Mutex
+	subs map[*subscriber]struct{}
+}
+
+type subscriber struct {
+	account string
+	// ch receives the events account may see; the relay closes it when it
+	// drops the subscriber.
+	ch chan hub.Event
+}
+
+func newRelay(st Store, log *slog.Logger, last int64) *relay {
+	return &relay{store: st, log: log, last: last, wake: make(chan struct{}, 1), subs: map[*subscriber]struct{}{}}
+}
+
+// notify tells the relay that the log has grown. It never blocks.
+func (r *relay) notify() {
+	select {
+	case r.wake <- struct{}{}:
+	default: // a wake-up is already pending; it will read everything
+	}
+}
+
+func (r *relay) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			r.mu.Lock()
+			for s := range r.subs {
+				delete(r.subs, s)
+				close(s.ch)
+			}
+			r.mu.Unlock()
+			return
+		case <-r.wake:
+		}
+		if err := r.drain(ctx); err != nil && ctx.Err() == nil {
+			r.log.Error("relay: read the event log", "err", err)
+			time.AfterFunc(time.Second, r.notify) // retry; streams can also reconnect
+		}
+	}
+}
+
+// drain fans out every event after r.last.
+func (r *relay) drain(ctx context.Context) error {
+	for {
+		evs, err := r.store.EventsAfter(ctx, r.last, relayPage)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			var audience map[string]bool
+			if ev.Team != "" {
+				members, err := r.store.Members(ctx, ev.Team)
+				if err != nil {
+					return err
+				}
+				audience = map[string]bool{ev.Account: true}
+				for _, m := range members {
+					audience[m] = true
+				}
+			}
+			r.fanout(ev, audience)
+			r.last = ev.Seq
+		}
+		if len(evs) < relayPage {
+			return nil
+		}
+	}
+}
+
+// fanout sends ev to every subscriber in audience (everyone when nil).
+func (r *relay) fanout(ev hub.Event, audience map[string]bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.subs {
+		if audience != nil && !audience[s.account] {
+			continue
+		}
+		select {
+		case s.ch <- ev:
+		default:
+			delete(r.subs, s)
+			close(s.ch)
+			r.log.Warn("relay: dropped a stream that did not keep up; the station will reconnect", "account", s.account)
+		}
+	}
+}
+
+func (r *relay) subscribe(account string) *subscriber {
+	s := &subscriber{account: account, ch: make(chan hub.Event, subscriberBuffer)}
+	r.mu.Lock()
+	r.subs[s] = struct{}{}
+	r.mu.Unlock()
+	return s
+}
+
+func (r *relay) unsubscribe(s *subscriber) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.subs[s]; ok {
+		delete(r.subs, s)
+		close(s.ch)
+	}
+}
+
+// parseCursor reads a cursor: a sequence number, 0 for the beginning.
+func parseCursor(v string) (int64, error) {
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 {
+		return 0, hub.Errorf(hub.CodeBadRequest, "cursor %q: want a non-negative integer, the seq of the last event received", clip(v))
+	}
+	return n, nil
+}
+
+// position reads the cursor and the end of the log, refusing a cursor
+// beyond it.
+func (s *Server) position(c *call, v string) (cursor, last int64, err error) {
+	if cursor, err = parseCursor(v); err != nil {
+		return 0, 0, err
+	}
+	if last, err = s.store.LastSeq(c.ctx); err != nil {
+		return 0, 0, err
+	}
+	if cursor > last {
+		return 0, 0, hub.Errorf(hub.CodeCursorAhead, "cursor %d is past the end of this hub's event log (%d): the hub was restored or replaced; sync again from 0", cursor, last)
+	}
+	return cursor, last, nil
+}
+
+func (s *Server) sync(c *call) error {
+	q := c.r.URL.Query()
+	cursor, last, err := s.position(c, q.Get("cursor"))
+	if err != nil {
+		return err
+	}
+	limit, err := intParam(q.Get("limit"), "limit", 500, 1, 1000)
+	if err != nil {
+		return err
+	}
+	evs, err := s.store.EventsFor(c.ctx, c.account, cursor, last, limit)
+	if err != nil {
+		return err
+	}
+	resp := hub.SyncResponse{Events: evs, Cursor: last}
+	if len(evs) == limit {
+		resp.Cursor, resp.More = evs[len(evs)-1].Seq, true
+	}
+	s.reply(c, http.StatusOK, resp)
+	return nil
+}
+
+// events streams the event log as server-sent events: a replay from the
+// cursor (the Last-Event-ID header, or the cursor query parameter), then
+// live events, with a keep-alive comment every heartbeat. The stream ends
+// when the client goes away, the hub shuts down, or the stream falls too far
+// behind.
+func (s *Server) events(c *call) error {
+	v := c.r.Header.Get("Last-Event-ID")
+	if v == "" {
+		v = c.r.URL.Query().Get("cursor")
+	}
+	if !s.openStream(c.account) {
+		return hub.Errorf(hub.CodeTooManyStreams, "account %q already has %d event streams open, the most this hub allows", c.account, s.limits.MaxStreams)
+	}
+	defer s.closeStream(c.account)
+	// Subscribe before reading the end of the log: every event after it is
+	// then either in the replay or on the channel.
+	sub := s.relay.subscribe(c.account)
+	defer s.relay.unsubscribe(sub)
+	cursor, last, err := s.position(c, v)
+	if err != nil {
+		return err
+	}
+
+	rc := http.NewResponseController(c.w)
+	h := c.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // a buffering proxy would hold events back
+	c.w.WriteHeader(http.StatusOK)
+	var buf strings.Builder
+	write := func() error {
+		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second)) // a client that stops reading is dropped
+		if _, err := c.w.Write([]byte(buf.String())); err != nil {
+			return err
+		}
+		buf.Reset()
+		return rc.Flush()
+	}
+	// The client reconnects after 2 s if the stream breaks.
+	fmt.Fprintf(&buf, "retry: 2000\n: connected, cursor %d\n\n", cursor)
+	if err := write(); err != nil {
+		return nil
+	}
+	for {
+		evs, err := s.store.EventsFor(c.ctx, c.account, cursor, last, relayPage)
+		if err != nil {
+			return err
+		}
+		for _, ev := range evs {
+			formatEvent(&buf, ev)
+			cursor = ev.Seq
+		}
+		if len(evs) > 0 {
+			if err := write(); err != nil {
+				return nil
+			}
+		}
+		if len(evs) < relayPage {
+			break
+		}
+	}
+	sent := last // every event up to last was examined by the replay
+
+	heartbeat := time.NewTicker(s.heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.ch:
+			if !ok {
+				return nil // dropped (too slow) or shutting down: the client reconnects
+			}
+			if ev.Seq <= sent {
+				continue
+			}
+			formatEvent(&buf, ev)
+			sent = ev.Seq
+			// Send what else is already waiting in one write.
+			for more := true; more; {
+				select {
+				case ev, ok := <-sub.ch:
+					if !ok {
+						more = false
+						break
+					}
+					if ev.Seq > sent {
+						formatEvent(&buf, ev)
+						sent = ev.Seq
+					}
+				default:
+					more = false
+				}
+			}
+			if err := write(); err != nil {
+				return nil
+			}
+		case <-heartbeat.C:
+			buf.WriteString(": ping\n\n")
+			if err := write(); err != nil {
+				return nil
+			}
+		case <-c.ctx.Done():
+			return nil
+		case <-s.stop.Done():
+			return nil
+		}
+	}
+}
+
+// formatEvent writes ev as one server-sent event: its seq as the id, its
+// kind as the event name, its JSON as the data (one line: JSON has no raw
+// newlines).
+func formatEvent(b *strings.Builder, ev hub.Event) {
+	data, _ := json.Marshal(ev)
+	fmt.Fprintf(b, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, data)
+}
+
+func (s *Server) openStream(account string) bool {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streams[account] >= s.limits.MaxStreams {
+		return false
+	}
+	s.streams[account]++
+	return true
+}
+
+func (s *Server) closeStream(account string) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	if s.streams[account]--; s.streams[account] <= 0 {
+		delete(s.streams, account)
+	}
+}

@@ -1,0 +1,411 @@
+// Package hubserver is the hub: the marketplace and Teams relay server that
+// stations talk to (`station hub serve`). It speaks the protocol of package
+// hub (docs/hub-protocol.md) over net/http, keeps its state behind two
+// interfaces — Store (SQLite on one machine) and Blobs (a directory) — and
+// relays its event log to connected stations as server-sent events.
+//
+// What the hub guarantees, each backed by a test that attacks it:
+//
+//   - only the account "dave" publishes "dave/*", and only bundles whose
+//     minisign signature by one of dave's registered keys covers the exact
+//     manifest, wasm, id and version; a published version never changes;
+//   - a team is read and changed only by its members, changed only by its
+//     owners, never left without an owner, and a lockfile push applies only
+//     on top of the revision it was based on;
+//   - tokens and invite codes are stored only as SHA-256 hashes and never
+//     logged; request bodies are bounded per endpoint; requests are rate
+//     limited per account (per client address without a valid token);
+//   - every refused request changes nothing and gets an error with a
+//     numeric code that says why.
+package hubserver
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/manifest"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxRequestBytes  = 1 << 20
+	DefaultMaxWasmBytes     = 32 << 20
+	DefaultMaxLockfileBytes = 8 << 20
+	DefaultRatePerSecond    = 10
+	DefaultBurst            = 100
+	DefaultMaxStreams       = 8
+	DefaultHeartbeat        = 15 * time.Second
+	DefaultInviteTTL        = 7 * 24 * time.Hour
+)
+
+// Options configure a Server. Store and Blobs are required; every other
+// zero field takes its default.
+type Options struct {
+	Store Store
+	Blobs Blobs
+	// Logger receives one line per request and the hub's own events
+	// (default: discard). Secrets never reach it.
+	Logger *slog.Logger
+	// Limits are the hub's limits; zero fields take the Default* values.
+	// MaxBundleBytes defaults to what a MaxWasmBytes module and the largest
+	// manifest take in base64, plus 64 KiB.
+	Limits hub.Limits
+	// Heartbeat is the interval of keep-alive comments on event streams.
+	Heartbeat time.Duration
+	// InviteTTL is how long an invite code stays valid.
+	InviteTTL time.Duration
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+}
+
+// Server is a hub. It is an http.Handler; Serve runs it on a listener with
+// timeouts and a graceful shutdown.
+type Server struct {
+	store     Store
+	blobs     Blobs
+	log       *slog.Logger
+	limits    hub.Limits
+	heartbeat time.Duration
+	inviteTTL time.Duration
+	now       func() time.Time
+
+	mux     *http.ServeMux
+	limiter *limiter
+	relay   *relay
+
+	// stop ends event streams (Close, and the start of a shutdown: an open
+	// stream never ends by itself).
+	stop      context.Context
+	stopAll   context.CancelFunc
+	relayDone chan struct{}
+
+	streamsMu sync.Mutex
+	streams   map[string]int // open event streams per account
+}
+
+// New returns a hub serving o.Store and o.Blobs. It starts the relay's
+// fan-out; Close stops it.
+func New(o Options) (*Server, error) {
+	if o.Store == nil || o.Blobs == nil {
+		return nil, errors.New("hub server: a Store and a Blobs are required")
+	}
+	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, heartbeat: o.Heartbeat, inviteTTL: o.InviteTTL, now: o.Now, streams: map[string]int{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	l := &s.limits
+	setDefault(&l.MaxRequestBytes, DefaultMaxRequestBytes)
+	setDefault(&l.MaxWasmBytes, DefaultMaxWasmBytes)
+	setDefault(&l.MaxBundleBytes, (l.MaxWasmBytes+manifest.MaxFileSize+2)/3*4+64<<10)
+	setDefault(&l.MaxLockfileBytes, DefaultMaxLockfileBytes)
+	setDefault(&l.RatePerSecond, DefaultRatePerSecond)
+	setDefault(&l.Burst, DefaultBurst)
+	setDefault(&l.MaxStreams, DefaultMaxStreams)
+	setDefault(&s.heartbeat, DefaultHeartbeat)
+	setDefault(&s.inviteTTL, DefaultInviteTTL)
+	s.limiter = newLimiter(l.RatePerSecond, l.Burst, s.now)
+
+	s.stop, s.stopAll = context.WithCancel(context.Background())
+	last, err := s.store.LastSeq(s.stop)
+	if err != nil {
+		return nil, fmt.Errorf("hub server: %w", err)
+	}
+	s.relay = newRelay(s.store, s.log, last)
+	s.relayDone = make(chan struct{})
+	go func() {
+		defer close(s.relayDone)
+		s.relay.run(s.stop)
+	}()
+	s.routes()
+	return s, nil
+}
+
+func setDefault[T int | int64 | float64 | time.Duration](v *T, def T) {
+	if *v <= 0 {
+		*v = def
+	}
+}
+
+// Limits returns the limits the server enforces.
+func (s *Server) Limits() hub.Limits { return s.limits }
+
+// Close ends every event stream and stops the relay. It does not close the
+// Store or the Blobs, which the caller opened.
+func (s *Server) Close() error {
+	s.stopAll()
+	<-s.relayDone
+	return nil
+}
+
+// Serve serves the hub on ln until ctx ends, then shuts down gracefully:
+// event streams end at once, other requests get up to 10 seconds to finish.
+// It closes the server (Close) before it returns.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	srv := &http.Server{
+		Handler:           s,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(s.stopAll)
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	var err error
+	select {
+	case err = <-errc:
+	case <-ctx.Done():
+		s.log.Info("hub shutting down")
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		err = srv.Shutdown(sctx)
+		cancel()
+		<-errc
+	}
+	s.Close()
+	if errors.Is(err, http.ErrServerClosed) {
+		err = nil
+	}
+	return err
+}
+
+// ServeHTTP serves one request.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mux.ServeHTTP(w, r)
+}
+
+// endpoint says how a route is guarded.
+type endpoint struct {
+	// auth: the route needs an account.
+	auth bool
+	// body bounds the request body (0: the default MaxRequestBytes).
+	body int64
+	// stream: a long-lived response, without the per-request deadlines.
+	stream bool
+}
+
+// call is one request in flight.
+type call struct {
+	w       *statusWriter
+	r       *http.Request
+	ctx     context.Context
+	id      string // request id, for correlating a reply with the log
+	client  string // rate-limit key of the client address
+	account string // "" without a valid token
+	body    int64
+}
+
+// handle registers pattern with the guards of e.
+func (s *Server) handle(pattern string, e endpoint, h func(*call) error) {
+	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
+		start := s.now()
+		c := &call{w: &statusWriter{ResponseWriter: w}, r: r, ctx: r.Context(), id: requestID(), client: clientKey(r.RemoteAddr), body: e.body}
+		if c.body == 0 {
+			c.body = s.limits.MaxRequestBytes
+		}
+		c.w.Header().Set("Station-Hub-Request", c.id)
+		c.w.Header().Set(hub.HeaderProtocol, strconv.Itoa(hub.ProtocolVersion))
+		err := func() (err error) {
+			defer func() {
+				if p := recover(); p != nil {
+					if p == http.ErrAbortHandler {
+						panic(p)
+					}
+					err = fmt.Errorf("panic: %v", p)
+				}
+			}()
+			if err := s.guard(c, e); err != nil {
+				return err
+			}
+			return h(c)
+		}()
+		if err != nil {
+			s.writeError(c, err)
+		}
+		s.logRequest(c, start, err)
+	})
+}
+
+// guard checks the protocol version, authenticates, rate limits and sets
+// the request's deadlines.
+func (s *Server) guard(c *call, e endpoint) error {
+	if v := c.r.Header.Get(hub.HeaderProtocol); v != "" && v != strconv.Itoa(hub.ProtocolVersion) {
+		return hub.Errorf(hub.CodeProtocolUnsupported, "this hub speaks protocol %d, the client speaks %q: upgrade station", hub.ProtocolVersion, clip(v))
+	}
+	if err := s.authenticate(c); err != nil {
+		return err
+	}
+	key := c.client
+	if c.account != "" {
+		key = "account:" + c.account
+	}
+	if ok, wait := s.limiter.allow(key); !ok {
+		return rateLimited(wait)
+	}
+	if e.auth && c.account == "" {
+		return hub.Errorf(hub.CodeUnauthenticated, "%s %s needs a token: log in with `station hub login`", c.r.Method, c.r.URL.Path)
+	}
+	if !e.stream {
+		rc := http.NewResponseController(c.w)
+		deadline := time.Now().Add(2 * time.Minute)
+		_ = rc.SetReadDeadline(deadline) // not every ResponseWriter supports deadlines
+		_ = rc.SetWriteDeadline(deadline)
+	}
+	return nil
+}
+
+func rateLimited(wait time.Duration) error {
+	secs := int(wait.Seconds() + 0.999)
+	if secs < 1 {
+		secs = 1
+	}
+	e := hub.Errorf(hub.CodeRateLimited, "too many requests: retry in %d s", secs)
+	e.RetryAfter = secs
+	return e
+}
+
+func requestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusWriter records the status for the request log. Unwrap lets
+// http.ResponseController reach the connection (Flush, deadlines).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// writeError answers with err's wire error. It is the one place errors
+// become wire codes: an *hub.Error is sent as is; anything else is an
+// internal failure whose detail goes to the log, not to the client.
+func (s *Server) writeError(c *call, err error) {
+	var he *hub.Error
+	if !errors.As(err, &he) {
+		he = hub.Errorf(hub.CodeInternal, "the hub failed (request %s); nothing was changed", c.id)
+	}
+	if he.Name == "" {
+		he.Name = he.Code.String()
+	}
+	if he.RetryAfter > 0 {
+		c.w.Header().Set("Retry-After", strconv.Itoa(he.RetryAfter))
+	}
+	if c.w.status != 0 {
+		return // a stream already answered; the error is only logged
+	}
+	s.reply(c, he.Code.HTTPStatus(), hub.ErrorResponse{Error: he})
+}
+
+// reply writes v as the JSON body of the answer.
+func (s *Server) reply(c *call, status int, v any) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		s.log.Error("encode reply", "request", c.id, "err", err)
+		status = http.StatusInternalServerError
+		body = []byte(`{"error":{"code":1500,"name":"internal","message":"the hub failed to encode its answer"}}`)
+	}
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	c.w.WriteHeader(status)
+	c.w.Write(append(body, '\n'))
+}
+
+func (s *Server) logRequest(c *call, start time.Time, err error) {
+	status := c.w.status
+	attrs := []slog.Attr{
+		slog.String("request", c.id),
+		slog.String("method", c.r.Method),
+		slog.String("path", c.r.URL.Path), // never the query or a header: no secret travels there, and none is logged
+		slog.Int("status", status),
+		slog.Duration("duration", s.now().Sub(start)),
+		slog.String("client", c.client),
+	}
+	if c.account != "" {
+		attrs = append(attrs, slog.String("account", c.account))
+	}
+	level := slog.LevelInfo
+	var he *hub.Error
+	switch {
+	case errors.As(err, &he):
+		attrs = append(attrs, slog.Int("code", int(he.Code)))
+		if he.Code == hub.CodeInternal {
+			level = slog.LevelError
+		}
+	case err != nil:
+		attrs = append(attrs, slog.Int("code", int(hub.CodeInternal)), slog.String("err", err.Error()))
+		level = slog.LevelError
+	}
+	s.log.LogAttrs(c.ctx, level, "request", attrs...)
+}
+
+// decode reads the request body as JSON into v: at most c.body bytes, no
+// unknown fields, nothing after the document.
+func (c *call) decode(v any) error {
+	if c.r.ContentLength > c.body {
+		return hub.Errorf(hub.CodeTooLarge, "the request body is %d bytes; %s %s accepts at most %d", c.r.ContentLength, c.r.Method, c.r.URL.Path, c.body)
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(c.w, c.r.Body, c.body))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, terr := dec.Token(); terr == nil {
+			err = errors.New("data after the JSON document")
+		} else if !errors.Is(terr, io.EOF) {
+			err = terr
+		}
+	}
+	if err == nil {
+		return nil
+	}
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return hub.Errorf(hub.CodeTooLarge, "the request body is larger than %d bytes, the most %s %s accepts", c.body, c.r.Method, c.r.URL.Path)
+	}
+	if errors.Is(err, io.EOF) {
+		return hub.Errorf(hub.CodeBadRequest, "the request body is empty; want a JSON document")
+	}
+	return hub.Errorf(hub.CodeBadRequest, "request body: %s", clip(err.Error()))
+}
+
+// clip bounds what an error message repeats of client input.
+func clip(s string) string {
+	if len(s) > 200 {
+		return s[:200] + "…"
+	}
+	return s
+}

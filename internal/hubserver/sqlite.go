@@ -1,0 +1,914 @@
+package hubserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"modernc.org/sqlite" // the "sqlite" database/sql driver
+	sqlite3 "modernc.org/sqlite/lib"
+
+	"github.com/station-dev/station/hub"
+)
+
+// SQLite is the one-machine Store: one SQLite database file (the hub's own,
+// never a station's). WAL mode with synchronous=NORMAL, foreign keys on,
+// every write a BEGIN IMMEDIATE transaction, so writers are serialized and
+// the event log is appended in commit order.
+type SQLite struct {
+	db   *sql.DB
+	path string
+}
+
+var _ Store = (*SQLite)(nil)
+
+// sqliteMigrations are the schema changes, in order: sqliteMigrations[i]
+// takes the schema from version i to i+1. Append only.
+//
+// History:
+//   - 1: accounts, tokens, keys, modules, versions, teams, members,
+//     invites, events.
+var sqliteMigrations = []string{
+	`CREATE TABLE accounts (
+		name       TEXT PRIMARY KEY NOT NULL,
+		created_at INTEGER NOT NULL -- Unix nanoseconds, UTC (as every time below)
+	) STRICT;
+	CREATE TABLE tokens (
+		id         TEXT PRIMARY KEY NOT NULL,
+		account    TEXT NOT NULL REFERENCES accounts (name),
+		hash       BLOB NOT NULL UNIQUE, -- SHA-256 of the secret; the secret is never stored
+		label      TEXT NOT NULL,
+		created_at INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX tokens_account ON tokens (account, created_at);
+	CREATE TABLE keys (
+		account    TEXT NOT NULL REFERENCES accounts (name),
+		id         TEXT NOT NULL,
+		public_key TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		revoked_at INTEGER,
+		PRIMARY KEY (account, id)
+	) STRICT;
+	CREATE TABLE modules (
+		id          TEXT PRIMARY KEY NOT NULL,
+		owner       TEXT NOT NULL REFERENCES accounts (name),
+		description TEXT NOT NULL,
+		latest      TEXT NOT NULL, -- '' when every version is yanked
+		created_at  INTEGER NOT NULL,
+		updated_at  INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX modules_owner ON modules (owner, id);
+	CREATE TABLE versions (
+		module          TEXT NOT NULL REFERENCES modules (id),
+		version         TEXT NOT NULL,
+		manifest_digest TEXT NOT NULL,
+		wasm_digest     TEXT NOT NULL,
+		wasm_size       INTEGER NOT NULL,
+		key_id          TEXT NOT NULL,
+		signature       TEXT NOT NULL,
+		published_at    INTEGER NOT NULL,
+		yanked_at       INTEGER,
+		yank_reason     TEXT NOT NULL DEFAULT '',
+		PRIMARY KEY (module, version)
+	) STRICT;
+	CREATE TABLE teams (
+		name       TEXT PRIMARY KEY NOT NULL,
+		created_at INTEGER NOT NULL,
+		revision   INTEGER NOT NULL,
+		lockfile   BLOB NOT NULL, -- JSON hub.Lockfile
+		updated_at INTEGER NOT NULL,
+		updated_by TEXT NOT NULL
+	) STRICT;
+	CREATE TABLE members (
+		team      TEXT NOT NULL REFERENCES teams (name),
+		account   TEXT NOT NULL REFERENCES accounts (name),
+		role      TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+		joined_at INTEGER NOT NULL,
+		PRIMARY KEY (team, account)
+	) STRICT;
+	CREATE INDEX members_account ON members (account, team);
+	CREATE TABLE invites (
+		hash       BLOB PRIMARY KEY NOT NULL, -- SHA-256 of the code
+		team       TEXT NOT NULL REFERENCES teams (name),
+		role       TEXT NOT NULL CHECK (role IN ('owner', 'member')),
+		account    TEXT NOT NULL, -- '' for anyone holding the code
+		created_by TEXT NOT NULL,
+		created_at INTEGER NOT NULL,
+		expires_at INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX invites_expiry ON invites (expires_at);
+	-- AUTOINCREMENT: a sequence number is never reused, so a cursor always
+	-- means the same point of the log.
+	CREATE TABLE events (
+		seq     INTEGER PRIMARY KEY AUTOINCREMENT,
+		time    INTEGER NOT NULL,
+		kind    TEXT NOT NULL,
+		team    TEXT NOT NULL, -- '' for public events
+		account TEXT NOT NULL, -- the account a membership event is about
+		data    BLOB NOT NULL  -- JSON hub.Event without seq
+	) STRICT;
+	CREATE INDEX events_team ON events (team, seq);`,
+}
+
+// busyTimeout is how long a statement waits for the write lock.
+const busyTimeout = 10 * time.Second
+
+// OpenSQLite opens (creating it, mode 0600, if needed) the hub database at
+// path and migrates it to the current schema.
+func OpenSQLite(path string) (*SQLite, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("open hub database %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
+		return nil, fmt.Errorf("open hub database %s: %w", path, err)
+	}
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open hub database %s: %w", path, err)
+	}
+	f.Close()
+	q := url.Values{}
+	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
+	q.Set("_journal_mode", "WAL")
+	q.Set("_synchronous", "NORMAL")
+	q.Set("_foreign_keys", "1")
+	q.Set("_txlock", "immediate")
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String())
+	if err != nil {
+		return nil, fmt.Errorf("open hub database %s: %w", path, err)
+	}
+	s := &SQLite{db: db, path: abs}
+	if err := s.migrate(context.Background()); err != nil {
+		db.Close()
+		return nil, fmt.Errorf("open hub database %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *SQLite) Close() error { return s.db.Close() }
+
+func (s *SQLite) migrate(ctx context.Context) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT`); err != nil {
+			return fmt.Errorf("migrate: %w", err)
+		}
+		var v int
+		switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); {
+		case errors.Is(err, sql.ErrNoRows):
+			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
+				return fmt.Errorf("migrate: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("migrate: read schema version: %w", err)
+		}
+		if v > len(sqliteMigrations) {
+			return fmt.Errorf("the hub database has schema version %d, newer than this hub supports (%d): upgrade station", v, len(sqliteMigrations))
+		}
+		for ; v < len(sqliteMigrations); v++ {
+			if _, err := tx.ExecContext(ctx, sqliteMigrations[v]); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
+			}
+		}
+		_, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v)
+		return err
+	})
+}
+
+// tx runs fn in a write transaction (BEGIN IMMEDIATE), committing if fn
+// returns nil.
+func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func optTime(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}
+
+// isConstraint reports a UNIQUE or PRIMARY KEY violation.
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
+}
+
+// appendEvent adds ev to the log inside tx and returns it with its seq.
+func appendEvent(ctx context.Context, tx *sql.Tx, ev hub.Event) (hub.Event, error) {
+	ev.Seq = 0
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return ev, err
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO events (time, kind, team, account, data) VALUES (?, ?, ?, ?, ?)`,
+		nanos(ev.Time), ev.Kind, ev.Team, ev.Account, data)
+	if err != nil {
+		return ev, fmt.Errorf("append event: %w", err)
+	}
+	ev.Seq, err = res.LastInsertId()
+	return ev, err
+}
+
+// Accounts and tokens.
+
+func (s *SQLite) CreateAccount(ctx context.Context, name string, at time.Time) (hub.Account, error) {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO accounts (name, created_at) VALUES (?, ?)`, name, nanos(at))
+	if isConstraint(err) {
+		return hub.Account{}, ErrExists
+	}
+	if err != nil {
+		return hub.Account{}, fmt.Errorf("create account: %w", err)
+	}
+	return hub.Account{Name: name, CreatedAt: at.UTC()}, nil
+}
+
+func (s *SQLite) Account(ctx context.Context, name string) (hub.Account, error) {
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT created_at FROM accounts WHERE name = ?`, name).Scan(&at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.Account{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Account{}, fmt.Errorf("read account: %w", err)
+	}
+	return hub.Account{Name: name, CreatedAt: fromNanos(at)}, nil
+}
+
+func (s *SQLite) AddToken(ctx context.Context, t Token) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := exists(ctx, tx, `SELECT 1 FROM accounts WHERE name = ?`, t.Account); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, account, hash, label, created_at) VALUES (?, ?, ?, ?, ?)`,
+			t.ID, t.Account, t.Hash[:], t.Label, nanos(t.CreatedAt))
+		if isConstraint(err) {
+			return ErrExists
+		}
+		return err
+	})
+}
+
+func (s *SQLite) TokenByHash(ctx context.Context, hash [32]byte) (Token, error) {
+	t := Token{Hash: hash}
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT id, account, label, created_at FROM tokens WHERE hash = ?`, hash[:]).Scan(&t.ID, &t.Account, &t.Label, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Token{}, ErrNotFound
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("read token: %w", err)
+	}
+	t.CreatedAt = fromNanos(at)
+	return t, nil
+}
+
+func (s *SQLite) Tokens(ctx context.Context, account string) ([]Token, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, label, created_at FROM tokens WHERE account = ? ORDER BY created_at, id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	defer rows.Close()
+	out := []Token{}
+	for rows.Next() {
+		t := Token{Account: account}
+		var at int64
+		if err := rows.Scan(&t.ID, &t.Label, &at); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = fromNanos(at)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) DeleteToken(ctx context.Context, account, id string) error {
+	res, err := s.db.ExecContext(ctx, `DELETE FROM tokens WHERE account = ? AND id = ?`, account, id)
+	if err != nil {
+		return fmt.Errorf("delete token: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Keys.
+
+func (s *SQLite) AddKey(ctx context.Context, k hub.Key) error {
+	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (account, id, public_key, created_at) VALUES (?, ?, ?, ?)`,
+		k.Account, k.ID, k.PublicKey, nanos(k.CreatedAt))
+	if isConstraint(err) {
+		return ErrExists
+	}
+	if err != nil {
+		return fmt.Errorf("add key: %w", err)
+	}
+	return nil
+}
+
+func (s *SQLite) Keys(ctx context.Context, account string) ([]hub.Key, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT id, public_key, created_at, revoked_at FROM keys WHERE account = ? ORDER BY created_at, id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	defer rows.Close()
+	out := []hub.Key{}
+	for rows.Next() {
+		k := hub.Key{Account: account}
+		var at int64
+		var revoked sql.NullInt64
+		if err := rows.Scan(&k.ID, &k.PublicKey, &at, &revoked); err != nil {
+			return nil, err
+		}
+		k.CreatedAt, k.RevokedAt = fromNanos(at), optTime(revoked)
+		out = append(out, k)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) RevokeKey(ctx context.Context, account, id string, at time.Time) (hub.Key, hub.Event, error) {
+	var k hub.Key
+	var ev hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var created int64
+		err := tx.QueryRowContext(ctx, `SELECT public_key, created_at FROM keys WHERE account = ? AND id = ? AND revoked_at IS NULL`, account, id).Scan(&k.PublicKey, &created)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE account = ? AND id = ?`, nanos(at), account, id); err != nil {
+			return err
+		}
+		t := at.UTC()
+		k.ID, k.Account, k.CreatedAt, k.RevokedAt = id, account, fromNanos(created), &t
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventKeyRevoked, Time: t, Actor: account, Account: account, KeyID: id})
+		return err
+	})
+	return k, ev, err
+}
+
+// Modules.
+
+func (s *SQLite) Publish(ctx context.Context, v Version) (hub.Event, error) {
+	var ev hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		owner, _, _ := strings.Cut(v.Module, "/")
+		versions, err := versionNames(ctx, tx, v.Module)
+		if err != nil {
+			return err
+		}
+		for _, have := range versions {
+			if hub.CompareVersions(have.name, v.Version.Version) == 0 {
+				return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, have.name)
+			}
+		}
+		at := nanos(v.PublishedAt)
+		if len(versions) == 0 {
+			if _, err := tx.ExecContext(ctx, `INSERT INTO modules (id, owner, description, latest, created_at, updated_at) VALUES (?, ?, ?, '', ?, ?)`,
+				v.Module, owner, v.Description, at, at); err != nil {
+				return fmt.Errorf("create module: %w", err)
+			}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO versions (module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, v.Module, v.Version.Version, v.ManifestDigest, v.WasmDigest, v.WasmSize, v.KeyID, v.Signature, at)
+		if isConstraint(err) {
+			return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, v.Version.Version)
+		}
+		if err != nil {
+			return fmt.Errorf("insert version: %w", err)
+		}
+		versions = append(versions, versionName{v.Version.Version, false})
+		if _, err := tx.ExecContext(ctx, `UPDATE modules SET description = ?, latest = ?, updated_at = ? WHERE id = ?`,
+			v.Description, latestOf(versions), at, v.Module); err != nil {
+			return fmt.Errorf("update module: %w", err)
+		}
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventModulePublished, Time: v.PublishedAt.UTC(), Actor: owner,
+			Module: v.Module, Version: v.Version.Version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest})
+		return err
+	})
+	return ev, err
+}
+
+type versionName struct {
+	name   string
+	yanked bool
+}
+
+func versionNames(ctx context.Context, tx *sql.Tx, module string) ([]versionName, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT version, yanked_at IS NOT NULL FROM versions WHERE module = ?`, module)
+	if err != nil {
+		return nil, fmt.Errorf("list versions: %w", err)
+	}
+	defer rows.Close()
+	var out []versionName
+	for rows.Next() {
+		var v versionName
+		if err := rows.Scan(&v.name, &v.yanked); err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	return out, rows.Err()
+}
+
+// latestOf returns the highest version that is not yanked, or "".
+func latestOf(vs []versionName) string {
+	latest := ""
+	for _, v := range vs {
+		if !v.yanked && (latest == "" || hub.CompareVersions(v.name, latest) > 0) {
+			latest = v.name
+		}
+	}
+	return latest
+}
+
+const versionColumns = `module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at, yanked_at, yank_reason`
+
+func scanVersion(sc interface{ Scan(...any) error }) (Version, error) {
+	var v Version
+	var at int64
+	var yanked sql.NullInt64
+	err := sc.Scan(&v.Module, &v.Version.Version, &v.ManifestDigest, &v.WasmDigest, &v.WasmSize, &v.KeyID, &v.Signature, &at, &yanked, &v.YankReason)
+	v.PublishedAt, v.Yanked = fromNanos(at), yanked.Valid
+	return v, err
+}
+
+func (s *SQLite) Module(ctx context.Context, id string) (hub.Module, error) {
+	m := hub.Module{ID: id}
+	var created, updated int64
+	err := s.db.QueryRowContext(ctx, `SELECT owner, description, latest, created_at, updated_at FROM modules WHERE id = ?`, id).
+		Scan(&m.Owner, &m.Description, &m.Latest, &created, &updated)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.Module{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Module{}, fmt.Errorf("read module: %w", err)
+	}
+	m.CreatedAt, m.UpdatedAt = fromNanos(created), fromNanos(updated)
+	rows, err := s.db.QueryContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ?`, id)
+	if err != nil {
+		return hub.Module{}, fmt.Errorf("list versions: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scanVersion(rows)
+		if err != nil {
+			return hub.Module{}, err
+		}
+		m.Versions = append(m.Versions, v.Version)
+	}
+	if err := rows.Err(); err != nil {
+		return hub.Module{}, err
+	}
+	slices.SortFunc(m.Versions, func(a, b hub.Version) int { return hub.CompareVersions(b.Version, a.Version) })
+	return m, nil
+}
+
+func (s *SQLite) Version(ctx context.Context, module, version string) (Version, error) {
+	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version))
+	if errors.Is(err, sql.ErrNoRows) {
+		return Version{}, ErrNotFound
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("read version: %w", err)
+	}
+	return v, nil
+}
+
+func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
+	var out hub.Version
+	var evp *hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		v, err := scanVersion(tx.QueryRowContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version))
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out = v.Version
+		if v.Yanked == yanked {
+			return nil
+		}
+		kind := hub.EventModuleYanked
+		if yanked {
+			_, err = tx.ExecContext(ctx, `UPDATE versions SET yanked_at = ?, yank_reason = ? WHERE module = ? AND version = ?`, nanos(at), reason, module, version)
+			out.Yanked, out.YankReason = true, reason
+		} else {
+			kind = hub.EventModuleUnyanked
+			_, err = tx.ExecContext(ctx, `UPDATE versions SET yanked_at = NULL, yank_reason = '' WHERE module = ? AND version = ?`, module, version)
+			out.Yanked, out.YankReason = false, ""
+		}
+		if err != nil {
+			return fmt.Errorf("update version: %w", err)
+		}
+		names, err := versionNames(ctx, tx, module)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE modules SET latest = ?, updated_at = ? WHERE id = ?`, latestOf(names), nanos(at), module); err != nil {
+			return fmt.Errorf("update module: %w", err)
+		}
+		ev, err := appendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Module: module, Version: version, Reason: reason})
+		evp = &ev
+		return err
+	})
+	return out, evp, err
+}
+
+func (s *SQLite) Search(ctx context.Context, query, owner string, offset, limit int) ([]hub.Module, error) {
+	like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(query) + "%"
+	rows, err := s.db.QueryContext(ctx, `SELECT id, owner, description, latest, created_at, updated_at FROM modules
+		WHERE (id LIKE ?1 ESCAPE '\' OR description LIKE ?1 ESCAPE '\') AND (?2 = '' OR owner = ?2)
+		ORDER BY id LIMIT ?3 OFFSET ?4`, like, owner, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("search modules: %w", err)
+	}
+	defer rows.Close()
+	out := []hub.Module{}
+	for rows.Next() {
+		var m hub.Module
+		var created, updated int64
+		if err := rows.Scan(&m.ID, &m.Owner, &m.Description, &m.Latest, &created, &updated); err != nil {
+			return nil, err
+		}
+		m.CreatedAt, m.UpdatedAt = fromNanos(created), fromNanos(updated)
+		out = append(out, m)
+	}
+	return out, rows.Err()
+}
+
+// Teams.
+
+func (s *SQLite) CreateTeam(ctx context.Context, name, owner string, at time.Time) (hub.Event, error) {
+	var ev hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		empty, _ := json.Marshal(hub.Lockfile{Modules: []hub.LockedModule{}, Workflows: []hub.Workflow{}})
+		_, err := tx.ExecContext(ctx, `INSERT INTO teams (name, created_at, revision, lockfile, updated_at, updated_by) VALUES (?, ?, 0, ?, 0, '')`, name, nanos(at), empty)
+		if isConstraint(err) {
+			return ErrExists
+		}
+		if err != nil {
+			return fmt.Errorf("create team: %w", err)
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, 'owner', ?)`, name, owner, nanos(at)); err != nil {
+			return fmt.Errorf("add owner: %w", err)
+		}
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventTeamCreated, Time: at.UTC(), Actor: owner, Team: name, Account: owner, Role: hub.RoleOwner})
+		return err
+	})
+	return ev, err
+}
+
+func (s *SQLite) Team(ctx context.Context, name string) (hub.Team, error) {
+	t := hub.Team{Name: name}
+	var created int64
+	err := s.db.QueryRowContext(ctx, `SELECT created_at, revision FROM teams WHERE name = ?`, name).Scan(&created, &t.Revision)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.Team{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Team{}, fmt.Errorf("read team: %w", err)
+	}
+	t.CreatedAt = fromNanos(created)
+	rows, err := s.db.QueryContext(ctx, `SELECT account, role, joined_at FROM members WHERE team = ? ORDER BY joined_at, account`, name)
+	if err != nil {
+		return hub.Team{}, fmt.Errorf("list members: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var m hub.Member
+		var at int64
+		if err := rows.Scan(&m.Account, &m.Role, &at); err != nil {
+			return hub.Team{}, err
+		}
+		m.JoinedAt = fromNanos(at)
+		t.Members = append(t.Members, m)
+	}
+	return t, rows.Err()
+}
+
+func (s *SQLite) TeamsOf(ctx context.Context, account string) ([]hub.Team, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = ? ORDER BY t.name`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list teams: %w", err)
+	}
+	defer rows.Close()
+	out := []hub.Team{}
+	for rows.Next() {
+		var t hub.Team
+		var at int64
+		if err := rows.Scan(&t.Name, &t.Role, &t.Revision, &at); err != nil {
+			return nil, err
+		}
+		t.CreatedAt = fromNanos(at)
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) Members(ctx context.Context, team string) ([]string, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT account FROM members WHERE team = ?`, team)
+	if err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var a string
+		if err := rows.Scan(&a); err != nil {
+			return nil, err
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}
+
+// roleIn returns account's role in team: ErrNotFound when it is not a
+// member.
+func roleIn(ctx context.Context, tx *sql.Tx, team, account string) (string, error) {
+	var role string
+	err := tx.QueryRowContext(ctx, `SELECT role FROM members WHERE team = ? AND account = ?`, team, account).Scan(&role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return role, err
+}
+
+// requireOwner checks inside tx that actor owns team.
+func requireOwner(ctx context.Context, tx *sql.Tx, team, actor string) error {
+	role, err := roleIn(ctx, tx, team, actor)
+	if err != nil {
+		return err
+	}
+	if role != hub.RoleOwner {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+func owners(ctx context.Context, tx *sql.Tx, team string) (int, error) {
+	var n int
+	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM members WHERE team = ? AND role = 'owner'`, team).Scan(&n)
+	return n, err
+}
+
+func exists(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
+	var one int
+	err := tx.QueryRowContext(ctx, query, args...).Scan(&one)
+	if errors.Is(err, sql.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+func (s *SQLite) AddInvite(ctx context.Context, inv Invite) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := requireOwner(ctx, tx, inv.Team, inv.CreatedBy); err != nil {
+			return err
+		}
+		// Expired invites are dead weight; drop them while holding the lock.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE expires_at <= ?`, nanos(inv.CreatedAt)); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+			inv.Hash[:], inv.Team, inv.Role, inv.Account, inv.CreatedBy, nanos(inv.CreatedAt), nanos(inv.ExpiresAt))
+		return err
+	})
+}
+
+func (s *SQLite) AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error) {
+	var team, role string
+	var ev hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		var forAccount string
+		var expires int64
+		err := tx.QueryRowContext(ctx, `SELECT team, role, account, expires_at FROM invites WHERE hash = ?`, hash[:]).Scan(&team, &role, &forAccount, &expires)
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (expires <= nanos(at) || forAccount != "" && forAccount != account) {
+			return ErrInviteInvalid
+		}
+		if err != nil {
+			return err
+		}
+		if _, err := roleIn(ctx, tx, team, account); err == nil {
+			return ErrAlreadyMember
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE hash = ?`, hash[:]); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, ?, ?)`, team, account, role, nanos(at)); err != nil {
+			return fmt.Errorf("add member: %w", err)
+		}
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberJoined, Time: at.UTC(), Actor: account, Team: team, Account: account, Role: role})
+		return err
+	})
+	if err != nil {
+		return hub.Team{}, hub.Event{}, err
+	}
+	t, err := s.Team(ctx, team)
+	t.Role = role
+	return t, ev, err
+}
+
+func (s *SQLite) SetRole(ctx context.Context, team, account, role, actor string, at time.Time) (hub.Member, hub.Event, error) {
+	var m hub.Member
+	var ev hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := requireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		var old string
+		var joined int64
+		err := tx.QueryRowContext(ctx, `SELECT role, joined_at FROM members WHERE team = ? AND account = ?`, team, account).Scan(&old, &joined)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNoMember
+		}
+		if err != nil {
+			return err
+		}
+		m = hub.Member{Account: account, Role: role, JoinedAt: fromNanos(joined)}
+		if old == role {
+			return nil
+		}
+		if old == hub.RoleOwner {
+			if n, err := owners(ctx, tx, team); err != nil {
+				return err
+			} else if n <= 1 {
+				return ErrLastOwner
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE members SET role = ? WHERE team = ? AND account = ?`, role, team, account); err != nil {
+			return err
+		}
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberRole, Time: at.UTC(), Actor: actor, Team: team, Account: account, Role: role})
+		return err
+	})
+	return m, ev, err
+}
+
+func (s *SQLite) RemoveMember(ctx context.Context, team, account, actor string, at time.Time) (hub.Event, error) {
+	var ev hub.Event
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		kind := hub.EventMemberLeft
+		if actor != account {
+			kind = hub.EventMemberRemoved
+			if err := requireOwner(ctx, tx, team, actor); err != nil {
+				return err
+			}
+		}
+		role, err := roleIn(ctx, tx, team, account)
+		if errors.Is(err, ErrNotFound) && actor != account {
+			return ErrNoMember
+		}
+		if err != nil {
+			return err
+		}
+		if role == hub.RoleOwner {
+			if n, err := owners(ctx, tx, team); err != nil {
+				return err
+			} else if n <= 1 {
+				return ErrLastOwner
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE team = ? AND account = ?`, team, account); err != nil {
+			return err
+		}
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Team: team, Account: account})
+		return err
+	})
+	return ev, err
+}
+
+func (s *SQLite) Lockfile(ctx context.Context, team string) (hub.TeamLockfile, error) {
+	tl := hub.TeamLockfile{Team: team}
+	var data []byte
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT revision, lockfile, updated_at, updated_by FROM teams WHERE name = ?`, team).Scan(&tl.Revision, &data, &at, &tl.UpdatedBy)
+	if errors.Is(err, sql.ErrNoRows) {
+		return hub.TeamLockfile{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.TeamLockfile{}, fmt.Errorf("read lockfile: %w", err)
+	}
+	if at != 0 {
+		tl.UpdatedAt = fromNanos(at)
+	}
+	if err := json.Unmarshal(data, &tl.Lockfile); err != nil {
+		return hub.TeamLockfile{}, fmt.Errorf("decode stored lockfile of %s: %w", team, err)
+	}
+	return tl, nil
+}
+
+func (s *SQLite) PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error) {
+	var ev hub.Event
+	if l.Modules == nil {
+		l.Modules = []hub.LockedModule{}
+	}
+	if l.Workflows == nil {
+		l.Workflows = []hub.Workflow{}
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return hub.TeamLockfile{}, ev, err
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		if err := requireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		var current int64
+		if err := tx.QueryRowContext(ctx, `SELECT revision FROM teams WHERE name = ?`, team).Scan(&current); err != nil {
+			return err
+		}
+		if current != base {
+			return &ConflictError{Base: base, Current: current}
+		}
+		if _, err := tx.ExecContext(ctx, `UPDATE teams SET revision = ?, lockfile = ?, updated_at = ?, updated_by = ? WHERE name = ?`,
+			base+1, data, nanos(at), actor, team); err != nil {
+			return fmt.Errorf("store lockfile: %w", err)
+		}
+		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventLockfilePushed, Time: at.UTC(), Actor: actor, Team: team, Revision: base + 1})
+		return err
+	})
+	if err != nil {
+		return hub.TeamLockfile{}, ev, err
+	}
+	return hub.TeamLockfile{Team: team, Revision: base + 1, Lockfile: l, UpdatedAt: at.UTC(), UpdatedBy: actor}, ev, nil
+}
+
+// Events.
+
+func scanEvents(rows *sql.Rows) ([]hub.Event, error) {
+	defer rows.Close()
+	out := []hub.Event{}
+	for rows.Next() {
+		var seq int64
+		var data []byte
+		if err := rows.Scan(&seq, &data); err != nil {
+			return nil, err
+		}
+		var ev hub.Event
+		if err := json.Unmarshal(data, &ev); err != nil {
+			return nil, fmt.Errorf("decode event %d: %w", seq, err)
+		}
+		ev.Seq = seq
+		out = append(out, ev)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) EventsFor(ctx context.Context, viewer string, after, upTo int64, limit int) ([]hub.Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events
+		WHERE seq > ?1 AND seq <= ?2
+		  AND (team = '' OR (?3 != '' AND account = ?3) OR team IN (SELECT team FROM members WHERE account = ?3))
+		ORDER BY seq LIMIT ?4`, after, upTo, viewer, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return scanEvents(rows)
+}
+
+func (s *SQLite) EventsAfter(ctx context.Context, after int64, limit int) ([]hub.Event, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return scanEvents(rows)
+}
+
+func (s *SQLite) LastSeq(ctx context.Context) (int64, error) {
+	var seq sql.NullInt64
+	if err := s.db.QueryRowContext(ctx, `SELECT max(seq) FROM events`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("read last event: %w", err)
+	}
+	return seq.Int64, nil
+}

@@ -1,0 +1,182 @@
+package hubserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/station-dev/station/hub"
+)
+
+// Store is where the hub keeps everything but blobs: accounts, token
+// hashes, keys, modules and versions, teams with their members, invites and
+// lockfiles, and the event log. OpenSQLite returns the one-machine
+// implementation; a PostgreSQL one can take its place without a change to
+// the handlers.
+//
+// The contract every implementation keeps (storeContract in the tests checks
+// it, and runs against every implementation):
+//
+//   - Every method that changes state and returns a hub.Event appends that
+//     event to the log in the same transaction as the change: no change
+//     without its event, no event without its change.
+//   - Events are appended in commit order: once an event with sequence
+//     number N is visible to a reader, so is every event below N. (SQLite
+//     gets this from its single writer; a PostgreSQL store must serialize
+//     appends, e.g. by locking a counter row, not use a bare sequence.)
+//   - The rules that must hold at commit are checked inside the transaction,
+//     not by the caller: a version is never published twice (nor two with
+//     equal semver precedence), a lockfile push applies only on top of its
+//     base revision, a team always keeps an owner, only an owner changes a
+//     team, an invite is used once.
+//   - Errors are, or wrap, the sentinel errors below (or *ConflictError);
+//     the server maps them to wire codes.
+type Store interface {
+	// CreateAccount creates an account. ErrExists if the name is taken.
+	CreateAccount(ctx context.Context, name string, at time.Time) (hub.Account, error)
+	// Account returns an account. ErrNotFound if there is none.
+	Account(ctx context.Context, name string) (hub.Account, error)
+
+	// AddToken records a token (its hash only). ErrNotFound if the account
+	// does not exist.
+	AddToken(ctx context.Context, t Token) error
+	// TokenByHash returns the token whose secret hashes to hash.
+	// ErrNotFound if there is none.
+	TokenByHash(ctx context.Context, hash [32]byte) (Token, error)
+	// Tokens lists an account's tokens, oldest first.
+	Tokens(ctx context.Context, account string) ([]Token, error)
+	// DeleteToken revokes one of account's tokens. ErrNotFound if account
+	// has no token with that id.
+	DeleteToken(ctx context.Context, account, id string) error
+
+	// AddKey registers a publisher key. ErrExists if the account has a key
+	// with that id.
+	AddKey(ctx context.Context, k hub.Key) error
+	// Keys lists an account's keys, revoked ones included, oldest first.
+	Keys(ctx context.Context, account string) ([]hub.Key, error)
+	// RevokeKey revokes one of account's keys and appends key.revoked.
+	// ErrNotFound if there is no such active key.
+	RevokeKey(ctx context.Context, account, id string, at time.Time) (hub.Key, hub.Event, error)
+
+	// Publish records a new version (its blobs are already stored), creates
+	// the module on its first version, and appends module.published.
+	// ErrExists if the version, or one of equal precedence, exists.
+	Publish(ctx context.Context, v Version) (hub.Event, error)
+	// Module returns a module with all its versions, highest first.
+	// ErrNotFound if there is none.
+	Module(ctx context.Context, id string) (hub.Module, error)
+	// Version returns one version. ErrNotFound if there is none.
+	Version(ctx context.Context, module, version string) (Version, error)
+	// SetYanked yanks (yanked true, with a reason) or unyanks a version and
+	// appends module.yanked or module.unyanked. When the version is already
+	// in that state nothing changes and the event is nil. ErrNotFound if
+	// there is no such version.
+	SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error)
+	// Search returns modules whose id or description contains query (all
+	// when empty), of owner when set, ordered by id, without versions.
+	Search(ctx context.Context, query, owner string, offset, limit int) ([]hub.Module, error)
+
+	// CreateTeam creates a team owned by owner and appends team.created.
+	// ErrExists if the name is taken.
+	CreateTeam(ctx context.Context, name, owner string, at time.Time) (hub.Event, error)
+	// Team returns a team with its members (Role is left empty).
+	// ErrNotFound if there is none.
+	Team(ctx context.Context, name string) (hub.Team, error)
+	// TeamsOf lists the teams account is a member of, with its role in each.
+	TeamsOf(ctx context.Context, account string) ([]hub.Team, error)
+	// Members returns the names of a team's members.
+	Members(ctx context.Context, team string) ([]string, error)
+	// AddInvite records an invite (its code's hash only); inv.CreatedBy must
+	// be an owner of inv.Team (ErrNotOwner, or ErrNotFound when not a
+	// member).
+	AddInvite(ctx context.Context, inv Invite) error
+	// AcceptInvite makes account a member with the invite's role, uses up
+	// the invite and appends team.member.joined. ErrInviteInvalid if the
+	// code is unknown, used, expired or for another account;
+	// ErrAlreadyMember (the invite is kept) if account is a member.
+	AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error)
+	// SetRole changes a member's role and appends team.member.role. actor
+	// must be an owner (ErrNotOwner); ErrLastOwner if it would leave the
+	// team without an owner; ErrNotFound if actor is not a member;
+	// ErrNoMember if account is not.
+	SetRole(ctx context.Context, team, account, role, actor string, at time.Time) (hub.Member, hub.Event, error)
+	// RemoveMember removes account from team and appends team.member.left
+	// (actor == account) or team.member.removed. Anyone may leave; only an
+	// owner removes another (ErrNotOwner). ErrLastOwner if the team would be
+	// left without an owner.
+	RemoveMember(ctx context.Context, team, account, actor string, at time.Time) (hub.Event, error)
+	// Lockfile returns the team's lockfile at its current revision.
+	// ErrNotFound if there is no such team.
+	Lockfile(ctx context.Context, team string) (hub.TeamLockfile, error)
+	// PushLockfile stores l as revision base+1 and appends team.lockfile.
+	// actor must be an owner (ErrNotOwner; ErrNotFound when not a member);
+	// *ConflictError if the team's revision is not base.
+	PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error)
+
+	// EventsFor returns up to limit events after seq after and at most
+	// upTo, in order, that viewer may see: public events, events of the
+	// teams viewer is a member of, and membership events about viewer.
+	EventsFor(ctx context.Context, viewer string, after, upTo int64, limit int) ([]hub.Event, error)
+	// EventsAfter returns up to limit events after seq after, in order,
+	// whoever may see them (for the relay's fan-out).
+	EventsAfter(ctx context.Context, after int64, limit int) ([]hub.Event, error)
+	// LastSeq returns the sequence number of the last event (0 when the log
+	// is empty).
+	LastSeq(ctx context.Context) (int64, error)
+
+	// Close releases the store.
+	Close() error
+}
+
+// Token is a stored API token: never the secret, only its SHA-256.
+type Token struct {
+	ID        string
+	Account   string
+	Hash      [32]byte
+	Label     string
+	CreatedAt time.Time
+}
+
+// Version is a stored module version: the public record and the signature
+// stations verify.
+type Version struct {
+	hub.Version
+	// Signature is the bundle's minisign signature.
+	Signature string
+	// Description is the manifest's description, which becomes the module's
+	// when this is its newest publish.
+	Description string
+}
+
+// Invite is a stored team invite: never the code, only its SHA-256.
+type Invite struct {
+	Hash      [32]byte
+	Team      string
+	Role      string
+	Account   string // "" means any account holding the code
+	CreatedBy string
+	CreatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Errors a Store returns. The server maps each to a wire code.
+var (
+	ErrNotFound      = errors.New("not found")
+	ErrExists        = errors.New("already exists")
+	ErrNotOwner      = errors.New("not an owner of the team")
+	ErrNoMember      = errors.New("not a member of the team")
+	ErrLastOwner     = errors.New("the team would have no owner")
+	ErrAlreadyMember = errors.New("already a member of the team")
+	ErrInviteInvalid = errors.New("invite is unknown, used, expired or for another account")
+)
+
+// ConflictError is returned by PushLockfile when the base revision is not
+// the team's current one.
+type ConflictError struct {
+	Base, Current int64
+}
+
+func (e *ConflictError) Error() string {
+	return fmt.Sprintf("lockfile push on revision %d, but the team is at revision %d", e.Base, e.Current)
+}
