@@ -322,4 +322,3 @@ func (p *Package) WriteDir(dir string) error {
 	}
 	return nil
 }
-

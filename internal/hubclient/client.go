@@ -44,10 +44,10 @@ type Options struct {
 
 // Client talks to one hub. It is safe for concurrent use.
 type Client struct {
-	base   *url.URL
-	http   *http.Client // redirects refused
+	base    *url.URL
+	http    *http.Client // redirects refused
 	streams *http.Client // the same transport, no overall timeout
-	token  string
+	token   string
 }
 
 // New returns a client for the hub at baseURL (e.g.
