@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -179,5 +180,18 @@ func TestResolveInputs(t *testing.T) {
 	}
 	if v, err := wf.Input("customer").ParseValue("42"); err != nil || v != "42" {
 		t.Errorf("a string input keeps the text: %v, %v", v, err)
+	}
+}
+
+// TestExamplesParse keeps the example workflows valid.
+func TestExamplesParse(t *testing.T) {
+	files, err := filepath.Glob("../../examples/workflows/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no example workflows: %v", err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
