@@ -43,7 +43,7 @@ func (e *llmError) Unwrap() error { return e.err }
 
 // ErrNoLLM is the error of an llm step in a station without an LLM
 // provider.
-var ErrNoLLM = errors.New("the station has no LLM provider configured (see docs/config.md)")
+var ErrNoLLM = errors.New("the station has no LLM provider configured (set llm.provider or llm.base_url in config.yaml, or STATION_LLM_BASE_URL; see docs/config.md)")
 
 // llm runs an llm step: the station's own call to its provider, under no
 // module's policy.

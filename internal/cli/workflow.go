@@ -1,0 +1,600 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/llm"
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/stationhttp"
+	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/workflow"
+	"github.com/station-dev/station/manifest"
+)
+
+func (a *app) workflowCmd() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "workflow",
+		Short: "Check, run, resume and inspect workflows",
+		Long: `A workflow is a YAML file of steps that call module commands or the station's
+llm built-in, with inputs built from the workflow's inputs and earlier steps'
+outputs by ${{ expression }} templates. See docs/workflows.md.
+
+Every module call of a step goes through the same dispatch as station run,
+under the module's approved permissions. Runs are recorded as they progress;
+a run that stopped (Ctrl-C, a crash) resumes from its first unfinished step.`,
+	}
+	c.AddCommand(a.workflowRunCmd(), a.workflowCheckCmd(), a.workflowResumeCmd(), a.workflowRunsCmd(), a.workflowShowCmd())
+	return c
+}
+
+// wfStation is an open station with a workflow engine.
+type wfStation struct {
+	st       *station.Station
+	engine   *workflow.Engine
+	provider string // the LLM provider, described; "" when none
+	llmErr   error  // why the configured provider cannot be used
+}
+
+// openWorkflows opens the station, builds the engine (module steps through
+// Station.Run, llm steps through the station's own LLM client) and marks
+// runs whose process is gone as interrupted.
+func (a *app) openWorkflows(ctx context.Context) (*wfStation, error) {
+	s, err := a.open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	w := &wfStation{st: s, engine: &workflow.Engine{Run: s.Run, Store: s.Store}}
+	set, err := s.Config.LLMSettings(a.io.Getenv)
+	if err != nil {
+		w.llmErr = err
+	} else if set.BaseURL != "" {
+		c := llm.New(llm.Config{BaseURL: set.BaseURL, Model: set.Model, APIKey: set.APIKey, KeyEnv: set.KeyEnv, Timeout: set.Timeout, MaxRetries: set.MaxRetries},
+			stationhttp.NewClient(stationhttp.Options{UserAgent: "station-llm", Timeout: max(set.Timeout, 10*time.Second) * time.Duration(set.MaxRetries+1)}))
+		if w.llmErr = c.Check(); w.llmErr == nil {
+			w.engine.LLM = c
+			w.provider = set.BaseURL
+			if m := c.Model(); m != "" {
+				w.provider += " (model " + m + ")"
+			}
+		}
+	}
+	if _, err := w.engine.Recover(ctx); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// check runs workflow.Check against the station's installed modules.
+func (w *wfStation) check(ctx context.Context, wf *workflow.Workflow) (*workflow.Report, error) {
+	return workflow.Check(ctx, wf, stationModules{w.st}, w.provider, w.llmErr)
+}
+
+// stationModules answers workflow.Check from the station's store, with the
+// same checks the station makes before it loads a module.
+type stationModules struct{ s *station.Station }
+
+func (m stationModules) Module(ctx context.Context, id string) (*workflow.ModuleInfo, error) {
+	rec, err := m.s.Store.Module(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	info := &workflow.ModuleInfo{ID: id, Version: rec.Version}
+	var approved station.Permissions
+	if err := json.Unmarshal(rec.Approved, &approved); err != nil {
+		info.Problem = fmt.Sprintf("its stored approval cannot be read (%v); reinstall it", err)
+		return info, nil
+	}
+	info.Permissions = approved.Describe()
+	man, err := m.s.ParseManifest(filepath.Join(m.s.Home, "modules", id, manifest.FileName), rec.Manifest)
+	if err != nil {
+		info.Problem = fmt.Sprintf("its stored manifest is not valid (%v); reinstall it", err)
+		return info, nil
+	}
+	for _, c := range man.Commands {
+		info.Commands = append(info.Commands, c.Name)
+	}
+	want := station.PermissionsOf(man)
+	want.Programs = approved.Programs
+	if got, _ := json.Marshal(want); !bytes.Equal(got, rec.Approved) {
+		info.Problem = fmt.Sprintf("its manifest asks for %s but %s was approved; reinstall it to approve", got, rec.Approved)
+		return info, nil
+	}
+	wasm, err := os.ReadFile(rec.WasmPath)
+	switch {
+	case err != nil:
+		info.Problem = fmt.Sprintf("%v; reinstall it", err)
+	case host.Digest(wasm) != rec.Digest:
+		info.Problem = fmt.Sprintf("%s does not have the approved digest %s; reinstall it", rec.WasmPath, rec.Digest)
+	}
+	return info, nil
+}
+
+// loadWorkflow reads a workflow file; the run records its absolute path.
+func loadWorkflow(path string) (*workflow.Workflow, error) {
+	wf, err := workflow.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	if abs, err := filepath.Abs(path); err == nil {
+		wf.File = abs
+	}
+	return wf, nil
+}
+
+func (a *app) workflowRunCmd() *cobra.Command {
+	var inputs []string
+	var inputsJSON string
+	var asJSON, compact bool
+	c := &cobra.Command{
+		Use:   "run FILE",
+		Short: "Run a workflow, showing each step, and print its output",
+		Long: `Run checks the workflow (every module installed and runnable as approved, an
+LLM provider for llm steps), records a new run, and runs its steps: each step
+starts as soon as the steps it depends on have finished, up to max_parallel
+at once. Progress goes to standard error; the workflow's output (JSON) to
+standard output. With --json, standard output is a stream of JSON events, one
+per line, the last one run_finished with the output.
+
+A run stopped by Ctrl-C or a crash can be resumed with station workflow
+resume RUN.
+
+Exit codes: 0 ok, 1 error or failed step, 2 usage, 3 a step failed on a
+sandbox violation, 4 a step's module crashed or timed out.`,
+		Example: `  station workflow run examples/workflows/invoice.yaml --input customer=cus_42
+  station workflow run nightly.yaml --inputs @inputs.json --json`,
+		Args: exactArgs(1, "FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			wf, err := loadWorkflow(args[0])
+			if err != nil {
+				return err
+			}
+			given, err := a.workflowInputs(wf, inputs, inputsJSON)
+			if err != nil {
+				return err
+			}
+			w, err := a.openWorkflows(ctx)
+			if err != nil {
+				return err
+			}
+			if _, err := w.check(ctx, wf); err != nil {
+				return err
+			}
+			p := a.progress(asJSON, len(wf.Steps))
+			w.engine.Events = p.event
+			res, err := w.engine.Start(ctx, wf, given)
+			return p.finish(res, err, compact)
+		},
+	}
+	c.Flags().StringArrayVarP(&inputs, "input", "i", nil, "an input, NAME=VALUE (repeatable; VALUE is JSON unless the input is a string)")
+	c.Flags().StringVar(&inputsJSON, "inputs", "", "all inputs as one JSON object: inline, @FILE, or - for standard input")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON events, one per line, instead of progress lines")
+	c.Flags().BoolVar(&compact, "compact", false, "print the output without indentation")
+	return c
+}
+
+// workflowInputs gathers --inputs and --input NAME=VALUE (which wins).
+func (a *app) workflowInputs(wf *workflow.Workflow, pairs []string, all string) (map[string]any, error) {
+	given := map[string]any{}
+	if all != "" {
+		raw, err := a.readInput(all)
+		if err != nil {
+			return nil, usageError{fmt.Errorf("--inputs: %w", err)}
+		}
+		var v any
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		if err := dec.Decode(&v); err != nil {
+			return nil, usageError{fmt.Errorf("--inputs: %w", err)}
+		}
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil, usageError{errors.New("--inputs must be a JSON object of input names to values")}
+		}
+		given = m
+	}
+	for _, p := range pairs {
+		name, value, ok := strings.Cut(p, "=")
+		if !ok {
+			return nil, usageError{fmt.Errorf("--input %q: write NAME=VALUE", p)}
+		}
+		in := wf.Input(name)
+		if in == nil {
+			given[name] = value // ResolveInputs reports it with the known inputs
+			continue
+		}
+		v, err := in.ParseValue(value)
+		if err != nil {
+			return nil, usageError{err}
+		}
+		given[name] = v
+	}
+	return given, nil
+}
+
+// progress prints a run's events: lines on stderr, or JSON lines on
+// stdout.
+type progress struct {
+	a      *app
+	asJSON bool
+	steps  int
+	mu     sync.Mutex
+}
+
+func (a *app) progress(asJSON bool, steps int) *progress {
+	return &progress{a: a, asJSON: asJSON, steps: steps}
+}
+
+func (p *progress) event(ev workflow.Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.asJSON {
+		b, _ := json.Marshal(ev)
+		p.a.io.Out.Write(append(b, '\n'))
+		return
+	}
+	w := p.a.io.Err
+	switch ev.Kind {
+	case workflow.EventRunStarted:
+		fmt.Fprintf(w, "run %d: workflow %s (%d steps)\n", ev.RunID, ev.Workflow, p.steps)
+	case workflow.EventRunResumed:
+		fmt.Fprintf(w, "run %d: resuming workflow %s\n", ev.RunID, ev.Workflow)
+	case workflow.EventStepReused:
+		fmt.Fprintf(w, "  reused    %s (finished before the resume)\n", ev.Step)
+	case workflow.EventStepStarted:
+		attempt := ""
+		if ev.Attempt > 1 {
+			attempt = fmt.Sprintf(", attempt %d", ev.Attempt)
+		}
+		fmt.Fprintf(w, "  started   %s (%s%s)\n", ev.Step, ev.Uses, attempt)
+	case workflow.EventStepSucceeded:
+		fmt.Fprintf(w, "  ok        %s in %s\n", ev.Step, round(ev.Duration))
+	case workflow.EventStepRetrying:
+		fmt.Fprintf(w, "  retrying  %s: attempt %d failed after %s: %s; next attempt in %s\n", ev.Step, ev.Attempt, round(ev.Duration), ev.Error, ev.Delay)
+	case workflow.EventStepFailed:
+		more := ""
+		if ev.Continued {
+			more = " (continue_on_error: the run goes on)"
+		}
+		fmt.Fprintf(w, "  FAILED    %s after %s: %s%s\n", ev.Step, round(ev.Duration), ev.Error, more)
+	case workflow.EventStepSkipped:
+		fmt.Fprintf(w, "  skipped   %s (its if is false)\n", ev.Step)
+	case workflow.EventRunFinished:
+		fmt.Fprintf(w, "run %d %s in %s\n", ev.RunID, ev.Status, round(ev.Duration))
+	}
+}
+
+// finish prints a run's output (unless events already carried it) and
+// returns its error.
+func (p *progress) finish(res *workflow.Result, err error, compact bool) error {
+	if err != nil || res == nil || p.asJSON {
+		return err
+	}
+	out := []byte(res.Output)
+	var buf bytes.Buffer
+	if !compact && json.Indent(&buf, out, "", "  ") == nil {
+		out = buf.Bytes()
+	}
+	p.a.io.Out.Write(out)
+	fmt.Fprintln(p.a.io.Out)
+	return nil
+}
+
+func round(d time.Duration) time.Duration {
+	switch {
+	case d < time.Millisecond:
+		return d.Round(time.Microsecond)
+	case d < time.Second:
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(10 * time.Millisecond)
+}
+
+func (a *app) workflowCheckCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "check FILE",
+		Short: "Validate a workflow and list every module and permission it will use",
+		Long: `Check validates the workflow file (syntax, expressions, references, the
+dependency graph) and lists, before anything runs, every step with what it
+depends on, every module with the commands the workflow calls and the
+permissions the operator approved for it, and the LLM provider llm steps use.
+It fails if a module is not installed, lacks a command, or is not runnable as
+approved (its manifest asks for more than was approved, or its file changed),
+or if llm steps have no provider.`,
+		Example: "  station workflow check examples/workflows/invoice.yaml",
+		Args:    exactArgs(1, "FILE"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			wf, err := loadWorkflow(args[0])
+			if err != nil {
+				return err
+			}
+			w, err := a.openWorkflows(ctx)
+			if err != nil {
+				return err
+			}
+			rep, cerr := w.check(ctx, wf)
+			if rep == nil {
+				return cerr
+			}
+			if asJSON {
+				if err := writeJSON(a.io.Out, rep); err != nil {
+					return err
+				}
+				if cerr != nil {
+					return fmt.Errorf("%w: %d problem(s)", workflow.ErrCheck, len(rep.Problems))
+				}
+				return nil
+			}
+			printReport(a.io.Out, rep)
+			if cerr != nil {
+				return cerr
+			}
+			fmt.Fprintln(a.io.Out, "ok: the workflow can run")
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print the report as JSON")
+	return c
+}
+
+func printReport(w io.Writer, r *workflow.Report) {
+	fmt.Fprintf(w, "workflow %s (%s)\n", r.Workflow, r.File)
+	fmt.Fprintln(w, "steps:")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, s := range r.Steps {
+		needs := "-"
+		if len(s.Needs) > 0 {
+			needs = strings.Join(s.Needs, ", ")
+		}
+		fmt.Fprintf(tw, "  %s\t%s\tafter: %s\n", s.ID, s.Uses, needs)
+	}
+	tw.Flush()
+	if len(r.Modules) > 0 {
+		fmt.Fprintln(w, "modules:")
+	}
+	for _, m := range r.Modules {
+		if !m.Installed {
+			fmt.Fprintf(w, "  %s — NOT INSTALLED (steps %s)\n", m.ID, strings.Join(m.Steps, ", "))
+			continue
+		}
+		fmt.Fprintf(w, "  %s %s — commands %s (steps %s)\n", m.ID, m.Version, strings.Join(m.Commands, ", "), strings.Join(m.Steps, ", "))
+		for _, l := range m.Permissions {
+			if strings.HasPrefix(l, "  ") {
+				fmt.Fprintf(w, "      %s\n", l)
+				continue
+			}
+			fmt.Fprintf(w, "    - %s\n", l)
+		}
+	}
+	if r.LLM != nil {
+		p := r.LLM.Provider
+		if p == "" {
+			p = "NONE CONFIGURED"
+		}
+		fmt.Fprintf(w, "llm (steps %s): the station's own provider, %s; no module's policy applies to it\n", strings.Join(r.LLM.Steps, ", "), p)
+	}
+}
+
+func (a *app) workflowResumeCmd() *cobra.Command {
+	var file string
+	var asJSON, compact bool
+	c := &cobra.Command{
+		Use:   "resume RUN",
+		Short: "Resume an interrupted or failed run from its first unfinished step",
+		Long: `Resume runs again the steps of RUN that did not finish; steps that did
+(succeeded, skipped, or failed with continue_on_error) keep their recorded
+outputs and are not run again. The workflow file must be the one the run
+started with: a changed file is refused (start a new run instead).`,
+		Example: "  station workflow resume 12",
+		Args:    exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id, err := runID(args[0])
+			if err != nil {
+				return err
+			}
+			w, err := a.openWorkflows(ctx)
+			if err != nil {
+				return err
+			}
+			run, err := w.st.Store.WorkflowRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			if file == "" {
+				file = run.File
+			}
+			wf, err := loadWorkflow(file)
+			if err != nil {
+				return err
+			}
+			if _, err := w.check(ctx, wf); err != nil {
+				return err
+			}
+			p := a.progress(asJSON, len(wf.Steps))
+			w.engine.Events = p.event
+			res, err := w.engine.Resume(ctx, wf, id)
+			return p.finish(res, err, compact)
+		},
+	}
+	c.Flags().StringVarP(&file, "file", "f", "", "the workflow file (default: the path the run was started from)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print JSON events, one per line, instead of progress lines")
+	c.Flags().BoolVar(&compact, "compact", false, "print the output without indentation")
+	return c
+}
+
+func runID(s string) (int64, error) {
+	id, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || id <= 0 {
+		return 0, usageError{fmt.Errorf("%q is not a run id (station workflow runs lists them)", s)}
+	}
+	return id, nil
+}
+
+func (a *app) workflowRunsCmd() *cobra.Command {
+	var limit int
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "runs",
+		Short: "List workflow runs, newest first",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			w, err := a.openWorkflows(ctx)
+			if err != nil {
+				return err
+			}
+			runs, err := w.st.Store.WorkflowRuns(ctx, limit)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if runs == nil {
+					runs = []store.WorkflowRun{}
+				}
+				return writeJSON(a.io.Out, runs)
+			}
+			if len(runs) == 0 {
+				fmt.Fprintln(a.io.Err, "no workflow runs recorded")
+				return nil
+			}
+			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tTOOK\tFILE")
+			for _, r := range runs {
+				took := "-"
+				if !r.FinishedAt.IsZero() {
+					took = round(r.FinishedAt.Sub(r.StartedAt)).String()
+				}
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, r.File)
+			}
+			return tw.Flush()
+		},
+	}
+	c.Flags().IntVar(&limit, "limit", 50, "at most this many (the newest)")
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+// shownRun is what workflow show --json prints: the run, and the audit
+// records of each attempt's module call, by trace.
+type shownRun struct {
+	store.WorkflowRun
+	Audit map[string][]store.AuditRecord `json:"audit"`
+}
+
+func (a *app) workflowShowCmd() *cobra.Command {
+	var asJSON bool
+	c := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Show a run: its steps, their inputs, outputs, errors, timings and sandbox decisions",
+		Args:  exactArgs(1, "RUN"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			ctx := cmd.Context()
+			id, err := runID(args[0])
+			if err != nil {
+				return err
+			}
+			w, err := a.openWorkflows(ctx)
+			if err != nil {
+				return err
+			}
+			run, err := w.st.Store.WorkflowRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			shown := shownRun{WorkflowRun: run, Audit: map[string][]store.AuditRecord{}}
+			for _, st := range run.Steps {
+				for _, at := range st.AttemptLog {
+					recs, err := w.st.Store.Audit(ctx, store.AuditFilter{Trace: at.Trace})
+					if err != nil {
+						return err
+					}
+					if len(recs) > 0 {
+						shown.Audit[at.Trace] = recs
+					}
+				}
+			}
+			if asJSON {
+				return writeJSON(a.io.Out, shown)
+			}
+			printRun(a.io.Out, shown)
+			return nil
+		},
+	}
+	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
+	return c
+}
+
+func printRun(w io.Writer, r shownRun) {
+	fmt.Fprintf(w, "run %d: workflow %s — %s\n", r.ID, r.Workflow, r.Status)
+	fmt.Fprintf(w, "  file     %s (%s)\n", r.File, r.Digest)
+	fmt.Fprintf(w, "  started  %s", r.StartedAt.Local().Format("2006-01-02 15:04:05.000"))
+	if !r.FinishedAt.IsZero() {
+		fmt.Fprintf(w, ", took %s", round(r.FinishedAt.Sub(r.StartedAt)))
+	}
+	if r.Resumes > 0 {
+		fmt.Fprintf(w, ", resumed %d time(s)", r.Resumes)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "  inputs   %s\n", r.Inputs)
+	if len(r.Output) > 0 {
+		fmt.Fprintf(w, "  output   %s\n", r.Output)
+	}
+	if r.Error != "" {
+		fmt.Fprintf(w, "  error    %s\n", r.Error)
+	}
+	for _, st := range r.Steps {
+		status := string(st.Status)
+		if st.Continued {
+			status += " (continued)"
+		}
+		took := ""
+		if !st.FinishedAt.IsZero() && !st.StartedAt.IsZero() {
+			took = ", " + round(st.FinishedAt.Sub(st.StartedAt)).String()
+		}
+		fmt.Fprintf(w, "step %s (%s): %s%s\n", st.Step, st.Uses, status, took)
+		if len(st.Input) > 0 {
+			fmt.Fprintf(w, "  input    %s\n", st.Input)
+		}
+		if len(st.Output) > 0 {
+			fmt.Fprintf(w, "  output   %s\n", st.Output)
+		}
+		for _, at := range st.AttemptLog {
+			line := fmt.Sprintf("  attempt %d: %s", at.Attempt, at.Status)
+			if !at.FinishedAt.IsZero() {
+				line += " after " + round(at.FinishedAt.Sub(at.StartedAt)).String()
+			}
+			if at.Error != "" {
+				line += ": " + at.Error
+			}
+			fmt.Fprintln(w, line)
+			recs := r.Audit[at.Trace]
+			slices.SortStableFunc(recs, func(x, y store.AuditRecord) int { return int(x.ID - y.ID) })
+			for _, rec := range recs {
+				d := "allow"
+				if !rec.Allowed {
+					d = "DENY "
+				}
+				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, rec.Module, rec.Capability, rec.Target, rec.Reason)
+			}
+		}
+	}
+}
