@@ -33,6 +33,15 @@ type Permissions struct {
 	Programs []execgate.Program `json:"programs,omitempty"`
 	// Env are the variables the module may pass to programs.
 	Env []string `json:"subprocess_env,omitempty"`
+	// LLM is set when the module may ask the station's LLM for
+	// completions (requires.llm).
+	LLM *LLMPermission `json:"llm,omitempty"`
+}
+
+// LLMPermission is an approved requires.llm; zero fields mean no limit.
+type LLMPermission struct {
+	MaxTokensPerCall   int   `json:"max_tokens_per_call,omitempty"`
+	BudgetTokensPerDay int64 `json:"budget_tokens_per_day,omitempty"`
 }
 
 // PermissionsOf returns the permissions a manifest asks for.
@@ -45,6 +54,9 @@ func PermissionsOf(m *manifest.Manifest) Permissions {
 		p.Subprocess = map[string][]string{"allow": m.Requires.Subprocess.Allow}
 	}
 	p.Env = m.Requires.Subprocess.Env
+	if l := m.Requires.LLM; l.Enabled {
+		p.LLM = &LLMPermission{MaxTokensPerCall: l.MaxTokensPerCall, BudgetTokensPerDay: l.BudgetTokensPerDay}
+	}
 	return p
 }
 
@@ -103,6 +115,9 @@ func (p Permissions) Describe() []string {
 	}
 	for _, g := range p.FilesystemReads {
 		lines = append(lines, "may read "+g)
+	}
+	if l := p.LLM; l != nil {
+		lines = append(lines, l.describe()...)
 	}
 	return lines
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/manifest"
@@ -39,6 +40,12 @@ type Options struct {
 	// operator's resolve overrides do not cover (tests count lookups with
 	// it). Nil: a fresh net.Resolver per module.
 	Resolver netgate.Resolver
+	// LLM, if set, replaces the LLM client the configuration describes
+	// (tests use a fake provider's client).
+	LLM llm.Completer
+	// Getenv reads the environment for the LLM settings (STATION_LLM_*
+	// and the key); nil means os.Getenv.
+	Getenv func(string) string
 }
 
 // Station is an open station home.
@@ -48,6 +55,7 @@ type Station struct {
 	Store  *store.Store
 	Host   *host.Host
 	Audit  *audit.Writer
+	LLM    llm.Completer // the station's own LLM client, under no module's policy (llm.go)
 	log    *slog.Logger
 
 	locksMu sync.Mutex
@@ -92,7 +100,14 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 		return nil, fmt.Errorf("open station %s: %w", home, err)
 	}
 	aw := audit.NewWriter(st, opts.Logger)
+	llmc, llmFunc, err := newLLM(cfg, opts, st, aw)
+	if err != nil {
+		aw.Close(ctx)
+		st.Close()
+		return nil, fmt.Errorf("open station %s: %w", home, err)
+	}
 	hopts := host.Options{
+		LLM:      llmFunc,
 		Cache:    opts.Cache,
 		Recorder: aw,
 		Logger:   opts.Logger,
@@ -129,7 +144,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 		st.Close()
 		return nil, fmt.Errorf("open station %s: %w", home, err)
 	}
-	return &Station{Home: home, Config: cfg, Store: st, Host: h, Audit: aw, log: opts.Logger}, nil
+	return &Station{Home: home, Config: cfg, Store: st, Host: h, Audit: aw, LLM: llmc, log: opts.Logger}, nil
 }
 
 // ParseManifest parses a manifest with the operator's grants (broad

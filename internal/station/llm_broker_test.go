@@ -1,0 +1,144 @@
+package station
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/llm"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/manifest"
+)
+
+// completerFunc adapts a function to llm.Completer.
+type completerFunc func(context.Context, llm.Request) (*llm.Response, error)
+
+func (f completerFunc) Complete(ctx context.Context, r llm.Request) (*llm.Response, error) {
+	return f(ctx, r)
+}
+
+type decisions struct {
+	mu sync.Mutex
+	d  []sandbox.Decision
+}
+
+func (r *decisions) Record(d sandbox.Decision) {
+	r.mu.Lock()
+	r.d = append(r.d, d)
+	r.mu.Unlock()
+}
+
+func newBroker(t *testing.T, c llm.Completer) (*llmBroker, *decisions, *store.Store) {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "station.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	rec := &decisions{}
+	return &llmBroker{c: c, model: "station-model", store: st, rec: rec, now: time.Now, reserved: map[string]int64{}}, rec, st
+}
+
+// A grant that is not enabled is refused and audited even if a host ever
+// asked: the broker does not rely on the import being absent.
+func TestBrokerRefusesUngranted(t *testing.T) {
+	called := false
+	b, rec, _ := newBroker(t, completerFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+		called = true
+		return &llm.Response{}, nil
+	}))
+	ctx := sandbox.WithCall(context.Background(), &sandbox.Call{Module: "a/b", Command: "run", Trace: "t1"})
+	_, err := b.complete(ctx, host.LLMGrant{Module: "a/b"}, llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}})
+	var v *sandbox.Violation
+	if !errors.As(err, &v) || v.Capability != sandbox.LLM || v.Module != "a/b" || v.Target != "station-model" || !strings.Contains(v.Reason, "not granted") {
+		t.Fatalf("error %v, want an llm violation", err)
+	}
+	if called {
+		t.Error("the provider was asked")
+	}
+	if len(rec.d) != 1 || rec.d[0].Allowed || rec.d[0].Command != "run" || rec.d[0].Trace != "t1" || rec.d[0].Capability != sandbox.LLM {
+		t.Errorf("decisions %+v", rec.d)
+	}
+}
+
+// A provider that reports no usage is charged an estimate, so a budget
+// still holds; the module's model cannot be chosen by the request.
+func TestBrokerEstimatesMissingUsage(t *testing.T) {
+	var got llm.Request
+	b, rec, st := newBroker(t, completerFunc(func(_ context.Context, r llm.Request) (*llm.Response, error) {
+		got = r
+		return &llm.Response{Model: "station-model", Content: strings.Repeat("x", 41)}, nil
+	}))
+	g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, BudgetTokensPerDay: 1000}}
+	resp, err := b.complete(context.Background(), g, llm.Request{Model: "expensive-model", Messages: []llm.Message{{Role: "user", Content: strings.Repeat("y", 16)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Model != "" {
+		t.Errorf("the request's model %q reached the provider; the station's model applies", got.Model)
+	}
+	if got.MaxTokens != 1000 {
+		t.Errorf("max_tokens %d, want what is left of the budget (1000)", got.MaxTokens)
+	}
+	if want := (llm.Usage{PromptTokens: 4, CompletionTokens: 11, TotalTokens: 15}); resp.Usage != want {
+		t.Errorf("usage %+v, want the estimate %+v", resp.Usage, want)
+	}
+	if n, _ := st.LLMTokensSince(context.Background(), "a/b", time.Now().Add(-time.Hour)); n != 15 {
+		t.Errorf("recorded %d tokens, want 15", n)
+	}
+	if len(rec.d) != 1 || !strings.Contains(rec.d[0].Reason, "estimated") {
+		t.Errorf("decisions %+v", rec.d)
+	}
+}
+
+// Usage older than the window no longer counts.
+func TestBrokerBudgetWindow(t *testing.T) {
+	b, _, st := newBroker(t, completerFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+		return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+	}))
+	now := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	b.now = func() time.Time { return now }
+	g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, BudgetTokensPerDay: 100}}
+	if err := st.AppendLLMUsage(context.Background(), store.LLMRecord{Time: now.Add(-BudgetWindow - time.Second), Module: "a/b", Model: "m", PromptTokens: 100}); err != nil {
+		t.Fatal(err)
+	}
+	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}
+	if _, err := b.complete(context.Background(), g, req); err != nil {
+		t.Fatalf("usage older than 24 hours still counted: %v", err)
+	}
+	if err := st.AppendLLMUsage(context.Background(), store.LLMRecord{Time: now.Add(-BudgetWindow + time.Minute), Module: "a/b", Model: "m", PromptTokens: 98}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.complete(context.Background(), g, req)
+	var v *sandbox.Violation
+	if !errors.As(err, &v) || !strings.Contains(v.Reason, "100 of 100 tokens") {
+		t.Errorf("within the window: %v", err)
+	}
+}
+
+// A failure at the provider is recorded (allowed, with the reason), not
+// counted, and passed to the module.
+func TestBrokerProviderFailure(t *testing.T) {
+	fail := &llm.Error{Kind: llm.ErrRateLimited, Msg: "llm: the provider at x is rate limiting requests (HTTP 429)"}
+	b, rec, st := newBroker(t, completerFunc(func(context.Context, llm.Request) (*llm.Response, error) { return nil, fail }))
+	g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, BudgetTokensPerDay: 100}}
+	_, err := b.complete(context.Background(), g, llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}})
+	if !errors.Is(err, llm.ErrRateLimited) {
+		t.Fatalf("error %v", err)
+	}
+	if len(rec.d) != 1 || !rec.d[0].Allowed || !strings.Contains(rec.d[0].Reason, "rate limiting") {
+		t.Errorf("decisions %+v", rec.d)
+	}
+	if n, _ := st.LLMTokensSince(context.Background(), "a/b", time.Time{}); n != 0 {
+		t.Errorf("a failed call was charged %d tokens", n)
+	}
+	if len(b.reserved) != 0 {
+		t.Errorf("reservations left behind: %v", b.reserved)
+	}
+}
