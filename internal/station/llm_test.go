@@ -25,6 +25,7 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -519,5 +520,38 @@ func TestStationLLMConfiguration(t *testing.T) {
 	defer st2.Close(context.Background())
 	if err := st2.CheckLLM(); err != nil {
 		t.Errorf("CheckLLM with the groq preset: %v", err)
+	}
+}
+
+// The example module, built from source and installed from its directory
+// as an operator would, gets its completions through the station.
+func TestSummarizeExample(t *testing.T) {
+	e, srv := newLLMEnv(t, "")
+	root, err := wasmbuild.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	man, err := os.ReadFile(filepath.Join(root, "examples", "summarize", "module.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(filepath.Join(dir, "module.yaml"), man, 0o600)
+	os.WriteFile(filepath.Join(dir, "module.wasm"), wasmbuild.ForTest(t, "examples/summarize"), 0o600)
+	if err := e.tryInstall(dir); err != nil {
+		t.Fatal(err)
+	}
+	srv.Enqueue(llmtest.Reply{Content: "Station confines modules."}, llmtest.Reply{Content: `{"keywords":["station","modules"]}`})
+	out, err := e.st.Run(context.Background(), "station/summarize", "summarize", []byte(`{"text":"Station runs third-party modules, each confined by its manifest."}`))
+	if err != nil || !strings.Contains(string(out), `"summary":"Station confines modules."`) {
+		t.Fatalf("summarize = %s, %v", out, err)
+	}
+	out, err = e.st.Run(context.Background(), "station/summarize", "keywords", []byte(`{"text":"Station runs modules."}`))
+	if err != nil || !strings.HasPrefix(string(out), `{"keywords":["station","modules"]`) {
+		t.Fatalf("keywords = %s, %v", out, err)
+	}
+	reqs := srv.Requests()
+	if len(reqs) != 2 || reqs[0].Chat.MaxTokens != 400 || reqs[1].Chat.ResponseFormat == nil || reqs[1].Chat.ResponseFormat.Type != "json_object" {
+		t.Errorf("requests %+v", reqs)
 	}
 }
