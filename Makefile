@@ -14,3 +14,22 @@ demo:
 	go run ./cmd/station demo
 build:
 	go build -o station ./cmd/station
+
+# Benchmarks (BENCHMARKS.md): ROUNDS interleaved runs of the suite — the
+# host's and the network gate's benchmarks and the side-by-side suite in
+# bench/ (its own module) — at 1 and 2 cores, then benchstat's medians.
+# The raw results stay in BENCHOUT. A full run takes about 15 minutes;
+# `make bench ROUNDS=3 BENCHTIME=200ms` is a quick look.
+.PHONY: bench
+ROUNDS ?= 10
+BENCHTIME ?= 1s
+BENCHOUT ?= bench/out/bench.txt
+bench:
+	@mkdir -p $(dir $(BENCHOUT)) && rm -f $(BENCHOUT)
+	@for i in $$(seq $(ROUNDS)); do \
+	  echo "== round $$i of $(ROUNDS)" >&2; \
+	  go test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 ./internal/host ./internal/netgate >>$(BENCHOUT) || exit 1; \
+	  (cd bench && go test -run '^$$' -bench . -benchtime $(BENCHTIME) -cpu 1,2 -timeout 30m .) >>$(BENCHOUT) || exit 1; \
+	done
+	@echo "== medians of $(ROUNDS) runs ($(BENCHOUT))" >&2
+	@cd bench && go tool benchstat ../$(BENCHOUT)
