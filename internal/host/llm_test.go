@@ -277,3 +277,66 @@ func deref(s *string) string {
 	}
 	return *s
 }
+
+// FuzzLLMComplete passes arbitrary request documents and arguments to
+// llm_complete from inside a guest. Whatever they are, the station must not
+// crash, the call must succeed or fail with a CallError naming the module,
+// only well-formed requests may reach the station's LLM, and the module must
+// keep working.
+func FuzzLLMComplete(f *testing.F) {
+	for _, s := range []struct {
+		doc  string
+		a, b uint32
+	}{
+		{`{"messages":[{"role":"user","content":"x"}],"max_tokens":2,"temperature":0.5,"json":true}`, 0, 0},
+		{`{"messages":[]}`, 0, 0},
+		{`{"messages":[{"role":"tool","content":"x"}]}`, 0, 0},
+		{`{"messages":[{"role":"user","content":"\u0000\ud800"}],"temperature":1e309}`, 0, 0},
+		{`{"messages":"x","max_tokens":-1}`, 0, 0},
+		{`[`, 0, 0},
+		{"", 0xfffffff0, 64},
+		{"", 16, 1 << 31},
+	} {
+		f.Add(s.doc, s.a, s.b)
+	}
+	var mu sync.Mutex
+	var bad []llm.Request
+	fake := &fakeLLM{answer: func(g host.LLMGrant, req llm.Request) (*llm.Response, error) {
+		valid := len(req.Messages) > 0 && req.MaxTokens >= 0
+		for _, m := range req.Messages {
+			valid = valid && (m.Role == "system" || m.Role == "user" || m.Role == "assistant")
+		}
+		if t := req.Temperature; t != nil && (*t < 0 || *t > 2) {
+			valid = false
+		}
+		if !valid {
+			mu.Lock()
+			bad = append(bad, req)
+			mu.Unlock()
+		}
+		return &llm.Response{Model: "m", Content: "ok"}, nil
+	}}
+	h := newHost(f, host.Options{LLM: fake.complete})
+	if _, err := h.Load(context.Background(), parse(f, llmManifest("test/llm", "true")+"limits: {timeout: 5s}\n"), probe.Wasm(f, probe.LLMTag)); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, doc string, a, b uint32) {
+		act := probe.Raw(abi.ImportLLMComplete, int64(a), int64(b)).ReadBuffer()
+		if doc != "" {
+			act = probe.RawData(abi.ImportLLMComplete, doc, probe.DataPtr, probe.DataLen).ReadBuffer()
+		}
+		_, err := h.Call(context.Background(), "test/llm", probe.Command, probe.Run(act))
+		var ce *host.CallError
+		if err != nil && (!errors.As(err, &ce) || ce.Module != "test/llm" || ce.Kind == host.KindInternal) {
+			t.Fatalf("llm_complete(%q, %#x, %#x): %v", doc, a, b, err)
+		}
+		mu.Lock()
+		if len(bad) > 0 {
+			t.Fatalf("a malformed request reached the station's LLM: %+v", bad)
+		}
+		mu.Unlock()
+		if _, err := h.Call(context.Background(), "test/llm", probe.Command, probe.Run()); err != nil {
+			t.Fatalf("the module stopped working: %v", err)
+		}
+	})
+}
