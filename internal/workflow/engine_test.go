@@ -687,3 +687,29 @@ func TestAlive(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkRun measures the engine's own cost per step (persisting every
+// transition in SQLite, rendering templates) with a module call that
+// returns at once.
+func BenchmarkRun(b *testing.B) {
+	st, err := store.Open(filepath.Join(b.TempDir(), "station.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	var steps strings.Builder
+	for i := range 10 {
+		fmt.Fprintf(&steps, "  - {id: s%d, uses: a/a run, with: {n: \"${{ inputs.n + %d }}\"}}\n", i, i)
+	}
+	wf, err := Parse("bench.yaml", []byte("inputs:\n  n: {type: integer, default: 1}\nsteps:\n"+steps.String()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	e := &Engine{Run: func(ctx context.Context, m, c string, in []byte) ([]byte, error) { return in, nil }, Store: st}
+	for b.Loop() {
+		if _, err := e.Start(context.Background(), wf, nil); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*10), "ns/step")
+}
