@@ -139,9 +139,14 @@ func (b *llmBroker) complete(ctx context.Context, g host.LLMGrant, req llm.Reque
 			}
 			return nil, deny(reason)
 		}
-		// The completion may use at most what is left of the budget.
-		if req.MaxTokens == 0 || int64(req.MaxTokens) > left {
-			req.MaxTokens = int(min(left, int64(llmMaxTokens)))
+		// The completion may use at most what is left of the budget. A
+		// request with no bound gets BudgetedMaxTokens: sending the whole
+		// remaining budget would exceed what models accept as max_tokens.
+		if req.MaxTokens == 0 {
+			req.MaxTokens = BudgetedMaxTokens
+		}
+		if int64(req.MaxTokens) > left {
+			req.MaxTokens = int(left)
 		}
 		reserved = int64(req.MaxTokens)
 		b.reserved[g.Module] += reserved
@@ -191,8 +196,10 @@ func (b *llmBroker) complete(ctx context.Context, g host.LLMGrant, req llm.Reque
 	return resp, nil
 }
 
-// llmMaxTokens bounds the max_tokens the station sends on a module's behalf.
-const llmMaxTokens = 1 << 30
+// BudgetedMaxTokens is the max_tokens the station sends for a module with a
+// budget but no max_tokens_per_call whose request sets none: every current
+// chat model accepts it, and it bounds what the call can spend.
+const BudgetedMaxTokens = 4096
 
 // estimateUsage charges about four bytes per token, rounded up.
 func estimateUsage(req llm.Request, content string) llm.Usage {

@@ -3,6 +3,7 @@ package station
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -94,6 +95,39 @@ func TestBrokerEstimatesMissingUsage(t *testing.T) {
 	}
 	if len(rec.d) != 1 || !strings.Contains(rec.d[0].Reason, "estimated") {
 		t.Errorf("decisions %+v", rec.d)
+	}
+}
+
+// The max_tokens sent for a module, by grant and request.
+func TestBrokerMaxTokens(t *testing.T) {
+	var got int
+	b, _, _ := newBroker(t, completerFunc(func(_ context.Context, r llm.Request) (*llm.Response, error) {
+		got = r.MaxTokens
+		return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+	}))
+	tests := []struct {
+		perCall   int
+		budget    int64
+		requested int
+		want      int
+	}{
+		{0, 0, 0, 0},                         // no limits: the provider's default
+		{0, 0, 99999, 99999},                 // no limits: as asked
+		{500, 0, 0, 500},                     // the cap
+		{500, 0, 200, 200},                   // below the cap: as asked
+		{0, 1_000_000, 0, BudgetedMaxTokens}, // a budget and no cap: bounded
+		{0, 1_000_000, 10000, 10000},         // a budget, asked explicitly
+		{0, 100, 0, 100},                     // what is left
+		{8000, 1_000_000, 0, 8000},           // the cap, above BudgetedMaxTokens
+	}
+	for i, tt := range tests {
+		g := host.LLMGrant{Module: fmt.Sprintf("m/%d", i), LLM: manifest.LLM{Enabled: true, MaxTokensPerCall: tt.perCall, BudgetTokensPerDay: tt.budget}}
+		if _, err := b.complete(context.Background(), g, llm.Request{MaxTokens: tt.requested, Messages: []llm.Message{{Role: "user", Content: "x"}}}); err != nil {
+			t.Fatalf("%+v: %v", tt, err)
+		}
+		if got != tt.want {
+			t.Errorf("per call %d, budget %d, asked %d: sent max_tokens %d, want %d", tt.perCall, tt.budget, tt.requested, got, tt.want)
+		}
 	}
 }
 

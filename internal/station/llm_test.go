@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -399,9 +400,42 @@ func TestStationLLMWhileModuleIsCalling(t *testing.T) {
 	if r := <-done; !r.OK || r.LLM.Content != "for the module" {
 		t.Errorf("the module's call: %+v", r)
 	}
+
+	// And while a gated module is blocked inside a slow network request.
+	release := make(chan struct{})
+	inSlow := make(chan struct{})
+	var once sync.Once
+	e.stripeMux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		once.Do(func() { close(inSlow) })
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	slow := make(chan probe.Result, 1)
+	go func() {
+		res, err := e.probe(stripeMod, probe.HTTP("GET", "https://api.stripe.com/slow"))
+		if err != nil {
+			t.Errorf("slow call: %v", err)
+			slow <- probe.Result{}
+			return
+		}
+		slow <- res[0]
+	}()
+	select {
+	case <-inSlow:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the module call never reached the slow handler")
+	}
+	if resp, err := e.st.LLM.Complete(ctx, llm.Request{Messages: []llm.Message{{Role: "user", Content: "again"}}}); err != nil || resp.Content != "echo: again" {
+		t.Fatalf("the station's client while a module is blocked in a network call: %+v, %v", resp, err)
+	}
+	close(release)
+	wantOK(t, "the slow call", <-slow)
+
 	reqs := srv.Requests()
-	if len(reqs) != 2 {
-		t.Fatalf("the provider saw %d requests, want 2", len(reqs))
+	if len(reqs) != 3 {
+		t.Fatalf("the provider saw %d requests, want 3", len(reqs))
 	}
 	for _, r := range reqs {
 		if r.Authorization != "Bearer "+srv.Key {
