@@ -176,3 +176,35 @@ func TestBrokerProviderFailure(t *testing.T) {
 		t.Errorf("reservations left behind: %v", b.reserved)
 	}
 }
+
+// BenchmarkBroker measures what the station adds to one completion: the
+// budget query, the usage insert and the audit record (the provider is a
+// no-op here; a real one takes hundreds of milliseconds).
+func BenchmarkBroker(b *testing.B) {
+	for _, bc := range []struct {
+		name  string
+		grant manifest.LLM
+	}{
+		{"no-budget", manifest.LLM{Enabled: true}},
+		{"budget", manifest.LLM{Enabled: true, MaxTokensPerCall: 100, BudgetTokensPerDay: 1 << 40}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			st, err := store.Open(filepath.Join(b.TempDir(), "station.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			br := &llmBroker{c: completerFunc(func(context.Context, llm.Request) (*llm.Response, error) {
+				return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}}, nil
+			}), model: "m", store: st, rec: sandbox.Discard, now: time.Now, reserved: map[string]int64{}}
+			g := host.LLMGrant{Module: "a/b", LLM: bc.grant}
+			req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := br.complete(context.Background(), g, req); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
