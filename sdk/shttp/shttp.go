@@ -85,6 +85,9 @@ func encodeRequest(req *http.Request) ([]byte, error) {
 		}
 		doc.Body = body
 	}
+	if b, ok := appendRequest(nil, &doc); ok {
+		return b, nil
+	}
 	b, err := json.Marshal(doc)
 	if err != nil {
 		return nil, fmt.Errorf("shttp: encode the request: %w", err)
@@ -100,8 +103,11 @@ func decodeResponse(req *http.Request, s abi.Status, doc []byte) (*http.Response
 		return nil, &sdk.HostError{Status: s, Code: e.Code, Capability: e.Capability, Target: e.Target, Reason: e.Reason, Message: e.Message}
 	}
 	var r abi.HTTPResponse
-	if err := json.Unmarshal(doc, &r); err != nil {
-		return nil, fmt.Errorf("shttp: decode the station's response: %w", err)
+	if !parseResponse(doc, &r) {
+		r = abi.HTTPResponse{}
+		if err := json.Unmarshal(doc, &r); err != nil {
+			return nil, fmt.Errorf("shttp: decode the station's response: %w", err)
+		}
 	}
 	if r.Status < 100 || r.Status > 999 {
 		return nil, fmt.Errorf("shttp: the station returned status %d", r.Status)
