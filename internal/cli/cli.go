@@ -183,7 +183,7 @@ func (a *app) open(ctx context.Context) (*station.Station, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.opener(ctx, home, station.Options{Logger: a.logger(home)})
+	s, err := a.opener(ctx, home, station.Options{Logger: a.logger(home), Getenv: a.io.Getenv})
 	if err != nil {
 		return nil, err
 	}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/station-dev/station/internal/daemon"
-	"github.com/station-dev/station/internal/station"
 )
 
 // daemon returns a client of the daemon serving this station home, or nil
@@ -40,7 +39,3 @@ func (a *app) reloadInDaemon(ctx context.Context, id string) {
 		fmt.Fprintf(a.io.Err, "station: the running daemon could not reload %s: %v (restart it to pick up the change)\n", id, err)
 	}
 }
-
-// workflowService is what the daemon serves for /v1/workflows; nil until the
-// workflow engine is wired in.
-func (a *app) workflowService(s *station.Station) daemon.WorkflowService { return nil }

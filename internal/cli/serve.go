@@ -96,7 +96,11 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 		return fmt.Errorf("a daemon (pid %d) already serves %s; stop it first", pid, home)
 	}
 
-	srv, err := daemon.New(daemon.Options{Station: s, Logger: a.logger(home), Version: versionString(), Workflows: a.workflowService(s)})
+	wfs, err := a.workflowService(ctx, s)
+	if err != nil {
+		return err
+	}
+	srv, err := daemon.New(daemon.Options{Station: s, Logger: a.logger(home), Version: versionString(), Workflows: wfs})
 	if err != nil {
 		return err
 	}

@@ -19,9 +19,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/internal/host"
-	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/station"
-	"github.com/station-dev/station/internal/stationhttp"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/workflow"
 	"github.com/station-dev/station/manifest"
@@ -51,26 +49,26 @@ type wfStation struct {
 	llmErr   error  // why the configured provider cannot be used
 }
 
-// openWorkflows opens the station, builds the engine (module steps through
-// Station.Run, llm steps through the station's own LLM client) and marks
-// runs whose process is gone as interrupted.
+// openWorkflows opens the station and builds its workflow engine.
 func (a *app) openWorkflows(ctx context.Context) (*wfStation, error) {
 	s, err := a.open(ctx)
 	if err != nil {
 		return nil, err
 	}
+	return a.newWfStation(ctx, s)
+}
+
+// newWfStation builds the workflow engine of an open station (module steps
+// through Station.Run, llm steps through the station's own LLM client) and
+// marks runs whose process is gone as interrupted.
+func (a *app) newWfStation(ctx context.Context, s *station.Station) (*wfStation, error) {
 	w := &wfStation{st: s, engine: &workflow.Engine{Run: s.Run, Store: s.Store}}
-	set, err := s.Config.LLMSettings(a.io.Getenv)
-	if err != nil {
-		w.llmErr = err
-	} else if set.BaseURL != "" {
-		c := llm.New(llm.Config{BaseURL: set.BaseURL, Model: set.Model, APIKey: set.APIKey, KeyEnv: set.KeyEnv, Timeout: set.Timeout, MaxRetries: set.MaxRetries},
-			stationhttp.NewClient(stationhttp.Options{UserAgent: "station-llm", Timeout: max(set.Timeout, 10*time.Second) * time.Duration(set.MaxRetries+1)}))
-		if w.llmErr = c.Check(); w.llmErr == nil {
-			w.engine.LLM = c
+	if w.llmErr = s.CheckLLM(); w.llmErr == nil && s.LLM != nil {
+		w.engine.LLM = s.LLM
+		if set, err := s.Config.LLMSettings(a.io.Getenv); err == nil {
 			w.provider = set.BaseURL
-			if m := c.Model(); m != "" {
-				w.provider += " (model " + m + ")"
+			if set.Model != "" {
+				w.provider += " (model " + set.Model + ")"
 			}
 		}
 	}
@@ -169,6 +167,11 @@ sandbox violation, 4 a step's module crashed or timed out.`,
 			if err != nil {
 				return err
 			}
+			p := a.progress(asJSON, len(wf.Steps))
+			if c := a.daemon(ctx); c != nil {
+				res, err := a.runInDaemon(ctx, c, args[0], given, 0, p)
+				return p.finish(res, err, compact)
+			}
 			w, err := a.openWorkflows(ctx)
 			if err != nil {
 				return err
@@ -176,7 +179,6 @@ sandbox violation, 4 a step's module crashed or timed out.`,
 			if _, err := w.check(ctx, wf); err != nil {
 				return err
 			}
-			p := a.progress(asJSON, len(wf.Steps))
 			w.engine.Events = p.event
 			res, err := w.engine.Start(ctx, wf, given)
 			return p.finish(res, err, compact)
@@ -426,10 +428,14 @@ started with: a changed file is refused (start a new run instead).`,
 			if err != nil {
 				return err
 			}
+			p := a.progress(asJSON, len(wf.Steps))
+			if c := a.daemon(ctx); c != nil {
+				res, err := a.runInDaemon(ctx, c, file, nil, id, p)
+				return p.finish(res, err, compact)
+			}
 			if _, err := w.check(ctx, wf); err != nil {
 				return err
 			}
-			p := a.progress(asJSON, len(wf.Steps))
 			w.engine.Events = p.event
 			res, err := w.engine.Resume(ctx, wf, id)
 			return p.finish(res, err, compact)
@@ -516,26 +522,14 @@ func (a *app) workflowShowCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			run, err := w.st.Store.WorkflowRun(ctx, id)
+			shown, err := w.show(ctx, id)
 			if err != nil {
 				return err
-			}
-			shown := shownRun{WorkflowRun: run, Audit: map[string][]store.AuditRecord{}}
-			for _, st := range run.Steps {
-				for _, at := range st.AttemptLog {
-					recs, err := w.st.Store.Audit(ctx, store.AuditFilter{Trace: at.Trace})
-					if err != nil {
-						return err
-					}
-					if len(recs) > 0 {
-						shown.Audit[at.Trace] = recs
-					}
-				}
 			}
 			if asJSON {
 				return writeJSON(a.io.Out, shown)
 			}
-			printRun(a.io.Out, shown)
+			printRun(a.io.Out, *shown)
 			return nil
 		},
 	}

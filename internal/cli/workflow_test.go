@@ -213,7 +213,7 @@ func TestWorkflowErrors(t *testing.T) {
 			[]string{"nobody/none — NOT INSTALLED", "module nobody/none is not installed", `module station/hello has no command "wave" (its commands: [greet])`}},
 		{"run refuses what check refuses", h.env, []string{"workflow", "run", missing}, cli.ExitError, []string{"the workflow cannot run", "nobody/none is not installed"}},
 		{"strict file", h.env, []string{"workflow", "check", bad}, cli.ExitError, []string{bad + `:4:5: steps[0]: unknown field "timout"`}},
-		{"no llm provider", noLLM, []string{"workflow", "check", llmFile}, cli.ExitError, []string{"llm (steps a): the station's own provider, NONE CONFIGURED", "the station has no LLM provider configured (set llm.provider"}},
+		{"no llm provider", noLLM, []string{"workflow", "check", llmFile}, cli.ExitError, []string{"llm (steps a): the station's own provider, NONE CONFIGURED", "no provider is configured: set llm.provider or llm.base_url"}},
 		{"no file", h.env, []string{"workflow", "run"}, cli.ExitUsage, []string{"needs 1 argument(s): FILE"}},
 		{"bad input pair", h.env, []string{"workflow", "run", llmFile, "--input", "x"}, cli.ExitUsage, []string{`--input "x": write NAME=VALUE`}},
 		{"undeclared input", h.env, []string{"workflow", "run", llmFile, "--input", "x=1"}, cli.ExitError, []string{`has no input "x"`}},

@@ -101,9 +101,6 @@ func (c *Client) do(ctx context.Context, method, path string, body, out any) err
 		if out != nil && len(eb.Result) > 0 {
 			json.Unmarshal(eb.Result, out)
 		}
-		if eb.Error.Code == CodeWorkflow {
-			return fmt.Errorf("%w: %s", ErrWorkflow, eb.Error.Message)
-		}
 		return eb.Error.Err()
 	}
 	if out == nil {
@@ -175,6 +172,64 @@ func (c *Client) Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditR
 // StartWorkflow runs a workflow in the daemon and decodes the run into out.
 func (c *Client) StartWorkflow(ctx context.Context, req WorkflowRequest, out any) error {
 	return c.do(ctx, http.MethodPost, "/v1/workflows/runs", req, out)
+}
+
+// StreamWorkflow runs a workflow in the daemon, calling onEvent with each
+// progress event as it happens, and decodes the run into out. A failed run's
+// error is what the station would have returned in process.
+func (c *Client) StreamWorkflow(ctx context.Context, req WorkflowRequest, onEvent func(json.RawMessage), out any) error {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, c.base+"/v1/workflows/runs?stream=true", bytes.NewReader(b))
+	if err != nil {
+		return err
+	}
+	hreq.Header.Set("Authorization", "Bearer "+c.token)
+	hreq.Header.Set("Content-Type", "application/json")
+	resp, err := c.hc.Do(hreq)
+	if err != nil {
+		return fmt.Errorf("station daemon: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		var eb struct {
+			Error *APIError `json:"error"`
+		}
+		if json.Unmarshal(data, &eb) != nil || eb.Error == nil {
+			return fmt.Errorf("station daemon: %s: %s", resp.Status, bytes.TrimSpace(data))
+		}
+		return eb.Error.Err()
+	}
+	dec := json.NewDecoder(resp.Body)
+	for {
+		var l struct {
+			Event  json.RawMessage `json:"event"`
+			Error  *APIError       `json:"error"`
+			Result json.RawMessage `json:"result"`
+		}
+		if err := dec.Decode(&l); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return fmt.Errorf("station daemon: the workflow stream ended early: %w", err)
+		}
+		switch {
+		case len(l.Event) > 0:
+			onEvent(l.Event)
+			continue
+		case len(l.Result) > 0 && out != nil:
+			if err := json.Unmarshal(l.Result, out); err != nil {
+				return fmt.Errorf("station daemon: decode the run: %w", err)
+			}
+		}
+		if l.Error != nil {
+			return l.Error.Err()
+		}
+		return nil
+	}
 }
 
 // CheckWorkflow checks a workflow in the daemon and decodes the report into

@@ -78,6 +78,14 @@ func (e *APIError) Err() error {
 		return e.Violation
 	case e.Code == CodeNotApproved:
 		return fmt.Errorf("%s: %w", e.Message, station.ErrNotApproved)
+	case e.Code == CodeWorkflow:
+		we := &workflowError{msg: e.Message}
+		if e.Kind != "" {
+			we.call = &host.CallError{Module: e.Module, Command: e.Command, Kind: e.Kind, Msg: e.Detail, Violation: e.Violation}
+		} else if e.Violation != nil {
+			we.call = e.Violation
+		}
+		return we
 	}
 	return e
 }

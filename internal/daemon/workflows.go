@@ -2,9 +2,14 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"strconv"
+	"sync"
+
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/sandbox"
 )
 
 // WorkflowRequest is the body of POST /v1/workflows/runs and
@@ -27,7 +32,8 @@ type WorkflowRequest struct {
 // are returned to the client as JSON, as they are.
 type WorkflowService interface {
 	// Start runs (or resumes) a workflow to its end and returns the run.
-	Start(ctx context.Context, req WorkflowRequest) (any, error)
+	// It calls events with each progress event, possibly concurrently.
+	Start(ctx context.Context, req WorkflowRequest, events func(any)) (any, error)
 	// Check validates a workflow and lists the modules and permissions it
 	// will use.
 	Check(ctx context.Context, req WorkflowRequest) (any, error)
@@ -38,8 +44,40 @@ type WorkflowService interface {
 }
 
 // ErrWorkflow marks errors of the workflow itself (invalid file, a failed
-// run): the client gets code "workflow" and status 422.
+// run): the client gets code "workflow" and status 422, with the failed
+// call's kind and violation when a step's module call failed.
 var ErrWorkflow = errors.New("workflow")
+
+// workflowError is a workflow failure as a client sees it: ErrWorkflow, and
+// the call error that failed the step, if any (so that errors.As finds the
+// *host.CallError or *sandbox.Violation, as in process).
+type workflowError struct {
+	msg  string
+	call error // nil, a *host.CallError or a *sandbox.Violation
+}
+
+func (e *workflowError) Error() string { return e.msg }
+func (e *workflowError) Unwrap() []error {
+	if e.call == nil {
+		return []error{ErrWorkflow}
+	}
+	return []error{ErrWorkflow, e.call}
+}
+
+// workflowAPIError describes a workflow failure, with the step's failed
+// call when there is one.
+func workflowAPIError(err error) *APIError {
+	e := &APIError{Code: CodeWorkflow, Message: err.Error()}
+	var ce *host.CallError
+	var v *sandbox.Violation
+	switch {
+	case errors.As(err, &ce):
+		e.Module, e.Command, e.Kind, e.Detail, e.Violation = ce.Module, ce.Command, ce.Kind, ce.Msg, ce.Violation
+	case errors.As(err, &v):
+		e.Module, e.Violation = v.Module, v
+	}
+	return e
+}
 
 func (s *Server) workflows(w http.ResponseWriter) bool {
 	if s.wf == nil {
@@ -54,10 +92,7 @@ func (s *Server) workflowAnswer(w http.ResponseWriter, v any, err error) {
 	case err == nil:
 		writeJSON(w, http.StatusOK, v)
 	case errors.Is(err, ErrWorkflow):
-		writeJSON(w, http.StatusUnprocessableEntity, struct {
-			Error  *APIError `json:"error"`
-			Result any       `json:"result,omitempty"`
-		}{&APIError{Code: CodeWorkflow, Message: err.Error()}, v})
+		writeJSON(w, http.StatusUnprocessableEntity, streamLine{Error: workflowAPIError(err), Result: v})
 	default:
 		writeFailure(w, s.log, err)
 	}
@@ -72,8 +107,44 @@ func (s *Server) workflowStart(w http.ResponseWriter, r *http.Request) {
 		writeError(w, e.status(), e)
 		return
 	}
-	v, err := s.wf.Start(r.Context(), req)
-	s.workflowAnswer(w, v, err)
+	if r.URL.Query().Get("stream") != "true" {
+		v, err := s.wf.Start(r.Context(), req, func(any) {})
+		s.workflowAnswer(w, v, err)
+		return
+	}
+	// A stream: one JSON object per line, {"event": ...} for each progress
+	// event, then {"result": ...} or {"error": ..., "result": ...}.
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	rc := http.NewResponseController(w)
+	var mu sync.Mutex
+	enc := json.NewEncoder(w)
+	send := func(l streamLine) {
+		mu.Lock()
+		defer mu.Unlock()
+		enc.Encode(l)
+		rc.Flush()
+	}
+	v, err := s.wf.Start(r.Context(), req, func(ev any) { send(streamLine{Event: ev}) })
+	switch {
+	case err == nil:
+		send(streamLine{Result: v})
+	case errors.Is(err, ErrWorkflow):
+		send(streamLine{Error: workflowAPIError(err), Result: v})
+	default:
+		s.log.Warn("daemon: workflow run failed", "err", err)
+		send(streamLine{Error: &APIError{Code: CodeInternal, Message: err.Error()}, Result: v})
+	}
+}
+
+// streamLine is one line of a workflow stream, and the body of a workflow
+// error answer.
+type streamLine struct {
+	Event  any       `json:"event,omitempty"`
+	Error  *APIError `json:"error,omitempty"`
+	Result any       `json:"result,omitempty"`
 }
 
 func (s *Server) workflowCheck(w http.ResponseWriter, r *http.Request) {
