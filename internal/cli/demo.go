@@ -187,14 +187,19 @@ func (a *app) demoStation(ctx context.Context, root, home string, step func(stri
 }
 
 type fakeAPIs struct {
-	srv *http.Server
-	ln  net.Listener
-	n   chan struct{}
-	cnt int
+	srv, llm *http.Server
+	ln       net.Listener
+	n        chan struct{}
+	cnt      int
 }
 
 func (f *fakeAPIs) Addr() string { return f.ln.Addr().String() }
-func (f *fakeAPIs) Close()       { f.srv.Close() }
+func (f *fakeAPIs) Close() {
+	f.srv.Close()
+	if f.llm != nil {
+		f.llm.Close()
+	}
+}
 func (f *fakeAPIs) requests() int {
 	for {
 		select {
@@ -269,18 +274,58 @@ func startFakeAPIs(home string) (*fakeAPIs, error) {
 	}}
 	go f.srv.ServeTLS(f.ln, "", "")
 
+	// The station's own LLM provider: plain HTTP on loopback (the LLM
+	// client accepts http only for a server on this machine).
+	llmLn, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	llmMux := http.NewServeMux()
+	llmMux.HandleFunc("POST /v1/chat/completions", demoCompletion)
+	f.llm = &http.Server{Handler: llmMux, ReadHeaderTimeout: 5 * time.Second}
+	go f.llm.Serve(llmLn)
+
 	addr := f.ln.Addr().String()
-	cfg := fmt.Sprintf(`# Written by station demo. Module egress only: the station's own clients ignore this.
+	cfg := fmt.Sprintf(`# Written by station demo. network: module egress only — the station's own clients ignore it.
 network:
   resolve:
     - api.stripe.com:443=%s
     - api.groq.com:443=%s
   extra_ca: demo-ca.pem
   allow_private: [127.0.0.0/8]
-`, addr, addr)
+# The station's own LLM (workflow llm steps, modules with requires.llm): a stand-in on loopback.
+llm:
+  base_url: http://%s/v1
+  model: demo
+`, addr, addr, llmLn.Addr())
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return f, nil
+}
+
+// demoCompletion answers a chat completion with a canned sentence, in the
+// OpenAI format, counting words as tokens.
+func demoCompletion(rw http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Messages []struct{ Content string } `json:"messages"`
+	}
+	json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req)
+	prompt := ""
+	if n := len(req.Messages); n > 0 {
+		prompt = req.Messages[n-1].Content
+	}
+	content := "Noted: " + prompt
+	if len(content) > 200 {
+		content = content[:200]
+	}
+	in, out := len(strings.Fields(prompt)), len(strings.Fields(content))
+	rw.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(rw).Encode(map[string]any{
+		"id": "chatcmpl-demo", "object": "chat.completion", "model": "demo",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]string{"role": "assistant", "content": content}}},
+		"usage":   map[string]int{"prompt_tokens": in, "completion_tokens": out, "total_tokens": in + out},
+	})
 }

@@ -112,7 +112,7 @@ In another terminal, try:
   export STATION_HOME=%s
   go run ./cmd/station run station/hello greet --input '{"name":"Ada"}'
   go run ./cmd/station run dave/stripe-invoicing fetch --input '{"url":"https://evil.example/"}'   # denied: exit code 3
-  go run ./cmd/station workflow run examples/workflows/invoice.yaml --input customer=cus_demo
+  go run ./cmd/station workflow run examples/workflows/invoice.yaml --input customer=cus_demo --input api_key=sk_test_demo
   go run ./cmd/station audit --denied
 `, home)
 	}
