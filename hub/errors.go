@@ -9,7 +9,8 @@ import (
 
 // Code is a numeric error code of the hub protocol. Codes are grouped by
 // area (1000 request, 1100 access, 1200 accounts and keys, 1300 modules,
-// 1400 teams, 1500 server); a code's number, name and meaning never change.
+// 1400 teams, 1500 server); a code's number, name and meaning never change,
+// and a retired code's number is never reused.
 type Code int
 
 // Error codes. docs/hub-protocol.md has the same table; a test keeps them in
@@ -23,7 +24,6 @@ const (
 	CodeNoEndpoint          Code = 1005
 
 	CodeUnauthenticated Code = 1100
-	CodeForbidden       Code = 1101
 	CodeRateLimited     Code = 1102
 	CodeTooManyStreams  Code = 1103
 
@@ -56,8 +56,7 @@ const (
 	CodeRevisionConflict Code = 1407
 	CodeLockfileInvalid  Code = 1408
 
-	CodeInternal    Code = 1500
-	CodeUnavailable Code = 1501
+	CodeInternal Code = 1500
 )
 
 type codeInfo struct {
@@ -75,7 +74,6 @@ var codes = map[Code]codeInfo{
 	CodeNoEndpoint:          {"no_endpoint", http.StatusNotFound, "no endpoint has this method and path"},
 
 	CodeUnauthenticated: {"unauthenticated", http.StatusUnauthorized, "the endpoint needs a token, or the token is invalid or revoked"},
-	CodeForbidden:       {"forbidden", http.StatusForbidden, "the account may not do this"},
 	CodeRateLimited:     {"rate_limited", http.StatusTooManyRequests, "too many requests: wait for Retry-After seconds"},
 	CodeTooManyStreams:  {"too_many_streams", http.StatusTooManyRequests, "the account already holds the most event streams the hub allows"},
 
@@ -108,8 +106,7 @@ var codes = map[Code]codeInfo{
 	CodeRevisionConflict: {"revision_conflict", http.StatusConflict, "the lockfile changed since the base revision: pull, merge and push again"},
 	CodeLockfileInvalid:  {"lockfile_invalid", http.StatusUnprocessableEntity, "the lockfile is not valid or names a module version the hub does not have"},
 
-	CodeInternal:    {"internal", http.StatusInternalServerError, "the hub failed; the request changed nothing"},
-	CodeUnavailable: {"unavailable", http.StatusServiceUnavailable, "the hub is shutting down; retry"},
+	CodeInternal: {"internal", http.StatusInternalServerError, "the hub failed; its log has the detail under the request id the message names"},
 }
 
 // String returns the code's name, e.g. "revision_conflict".

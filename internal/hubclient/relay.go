@@ -108,7 +108,7 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 // permanent reports an error that a reconnect would only repeat.
 func permanent(err error) bool {
 	switch hub.CodeOf(err) {
-	case hub.CodeUnauthenticated, hub.CodeForbidden, hub.CodeProtocolUnsupported, hub.CodeCursorAhead, hub.CodeBadRequest, hub.CodeNoEndpoint:
+	case hub.CodeUnauthenticated, hub.CodeProtocolUnsupported, hub.CodeCursorAhead, hub.CodeBadRequest, hub.CodeNoEndpoint:
 		return true
 	}
 	return false

@@ -34,8 +34,14 @@ func (s *Server) publish(c *call) error {
 		return err
 	}
 	m, st := contents.Manifest, contents.Statement
-	if _, err := s.store.Version(c.ctx, m.ID, m.Version); err == nil {
-		return versionExists(m.ID, m.Version)
+	// Checked here so that a refused publish stores no blob; the store
+	// checks again in its transaction.
+	if mod, err := s.store.Module(c.ctx, m.ID); err == nil {
+		for _, have := range mod.Versions {
+			if hub.CompareVersions(have.Version, m.Version) == 0 {
+				return versionExists(m.ID, m.Version)
+			}
+		}
 	} else if !errors.Is(err, ErrNotFound) {
 		return err
 	}

@@ -30,6 +30,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"regexp"
 	"strconv"
 	"sync"
 	"time"
@@ -402,10 +403,15 @@ func (c *call) decode(v any) error {
 	return hub.Errorf(hub.CodeBadRequest, "request body: %s", clip(err.Error()))
 }
 
-// clip bounds what an error message repeats of client input.
+// clip bounds what an error message repeats of client input, and redacts
+// anything shaped like a token or invite code (a secret pasted into the
+// wrong field must not come back in an error a client may log).
 func clip(s string) string {
+	s = secretShape.ReplaceAllStringFunc(s, func(m string) string { return m[:len(hub.TokenPrefix)] + "[redacted]" })
 	if len(s) > 200 {
 		return s[:200] + "…"
 	}
 	return s
 }
+
+var secretShape = regexp.MustCompile(regexp.QuoteMeta(hub.TokenPrefix) + `[A-Za-z0-9_-]+|` + regexp.QuoteMeta(hub.InvitePrefix) + `[A-Za-z0-9_-]+`)

@@ -1,0 +1,129 @@
+package hubserver
+
+import (
+	"context"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/station-dev/station/hub"
+)
+
+type fakeClock struct{ t time.Time }
+
+func (c *fakeClock) now() time.Time { return c.t }
+
+func TestLimiterRefills(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLimiter(2, 3, clk.now) // 2 per second, burst 3
+	for i := range 3 {
+		if ok, _ := l.allow("a"); !ok {
+			t.Fatalf("request %d refused within the burst", i)
+		}
+	}
+	ok, wait := l.allow("a")
+	if ok || wait != 500*time.Millisecond {
+		t.Errorf("4th request: ok %v, wait %v; want refused, 500ms", ok, wait)
+	}
+	if ok, _ := l.allow("b"); !ok {
+		t.Error("another key shares a's bucket")
+	}
+	clk.t = clk.t.Add(500 * time.Millisecond)
+	if ok, _ := l.allow("a"); !ok {
+		t.Error("refused after a token refilled")
+	}
+	clk.t = clk.t.Add(time.Hour)
+	for i := range 3 {
+		if ok, _ := l.allow("a"); !ok {
+			t.Errorf("request %d after an hour refused: the bucket must refill to the burst, not beyond", i)
+		}
+	}
+	if ok, _ := l.allow("a"); ok {
+		t.Error("the bucket refilled beyond its burst")
+	}
+}
+
+func TestLimiterBoundsItsTable(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLimiter(1, 2, clk.now)
+	l.maxKeys = 3
+	for _, k := range []string{"a", "b", "c"} {
+		l.allow(k)
+	}
+	if ok, _ := l.allow("d"); ok {
+		t.Error("a new key was admitted to a full table of busy buckets")
+	}
+	clk.t = clk.t.Add(2 * time.Minute) // every bucket is full again: swept
+	if ok, _ := l.allow("d"); !ok {
+		t.Error("a new key was refused after idle buckets could be swept")
+	}
+	if len(l.buckets) != 1 {
+		t.Errorf("%d buckets after the sweep, want 1", len(l.buckets))
+	}
+}
+
+func TestClientKey(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"192.0.2.7:5000", "addr:192.0.2.7"},
+		{"[::ffff:192.0.2.7]:5000", "addr:192.0.2.7"},
+		{"[2001:db8:1:2:3:4:5:6]:5000", "addr:2001:db8:1:2::/64"},
+		{"[2001:db8:1:2:ffff::1]:1", "addr:2001:db8:1:2::/64"},
+		{"@", "addr:@"},
+	}
+	for _, tt := range tests {
+		if got := clientKey(tt.in); got != tt.want {
+			t.Errorf("clientKey(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// TestRelayDropsSlowSubscribers: a subscriber whose buffer is full is
+// dropped (its channel closed) instead of holding memory or the fan-out;
+// others still receive.
+func TestRelayDropsSlowSubscribers(t *testing.T) {
+	r := newRelay(nil, slog.New(slog.DiscardHandler), 0)
+	slow := r.subscribe("dave")
+	fast := r.subscribe("erin")
+	for i := range subscriberBuffer + 1 {
+		r.fanout(hub.Event{Seq: int64(i + 1)}, nil)
+		<-fast.ch
+	}
+	n := 0
+	for range slow.ch {
+		n++
+	}
+	if n != subscriberBuffer {
+		t.Errorf("slow subscriber got %d events before its channel closed, want %d", n, subscriberBuffer)
+	}
+	if _, ok := r.subs[fast]; !ok {
+		t.Error("the fast subscriber was dropped")
+	}
+	r.unsubscribe(slow) // after a drop: no double close
+	r.unsubscribe(fast)
+	r.unsubscribe(fast)
+
+	// Team events go only to the audience.
+	a, b := r.subscribe("dave"), r.subscribe("mallory")
+	r.fanout(hub.Event{Seq: 1, Team: "acme"}, map[string]bool{"dave": true})
+	select {
+	case <-b.ch:
+		t.Error("a team event reached a non-member")
+	default:
+	}
+	if ev := <-a.ch; ev.Team != "acme" {
+		t.Errorf("member got %+v", ev)
+	}
+}
+
+func TestRelayStopsWithItsContext(t *testing.T) {
+	r := newRelay(nil, slog.New(slog.DiscardHandler), 0)
+	s := r.subscribe("dave")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { r.run(ctx); close(done) }()
+	cancel()
+	<-done
+	if _, ok := <-s.ch; ok {
+		t.Error("a subscriber's channel is open after the relay stopped")
+	}
+}

@@ -1,0 +1,335 @@
+package hubserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/station-dev/station/hub"
+)
+
+// storeContract checks the Store contract (see Store) against an
+// implementation. A PostgreSQL store must pass it too.
+func storeContract(t *testing.T, open func(t *testing.T) Store) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	digest := func(s string) string { return hub.Digest([]byte(s)) }
+	version := func(id, v string) Version {
+		return Version{Version: hub.Version{Module: id, Version: v, ManifestDigest: digest("m" + v), WasmDigest: digest("w" + v), WasmSize: 10, KeyID: "0000000000000001", PublishedAt: at}, Signature: "sig", Description: "d " + v}
+	}
+	setup := func(t *testing.T) Store {
+		st := open(t)
+		for _, a := range []string{"dave", "erin", "mallory"} {
+			if _, err := st.CreateAccount(ctx, a, at); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return st
+	}
+
+	t.Run("accounts and tokens", func(t *testing.T) {
+		st := setup(t)
+		if _, err := st.CreateAccount(ctx, "dave", at); !errors.Is(err, ErrExists) {
+			t.Errorf("CreateAccount(existing) = %v, want ErrExists", err)
+		}
+		h := sha256.Sum256([]byte("secret"))
+		if err := st.AddToken(ctx, Token{ID: "t1", Account: "dave", Hash: h, Label: "l", CreatedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.AddToken(ctx, Token{ID: "t2", Account: "nobody", Hash: sha256.Sum256([]byte("x")), CreatedAt: at}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("AddToken(no account) = %v, want ErrNotFound", err)
+		}
+		got, err := st.TokenByHash(ctx, h)
+		if err != nil || got.Account != "dave" || got.ID != "t1" {
+			t.Errorf("TokenByHash = %+v, %v", got, err)
+		}
+		if err := st.DeleteToken(ctx, "erin", "t1"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("DeleteToken(another's token) = %v, want ErrNotFound", err)
+		}
+		if err := st.DeleteToken(ctx, "dave", "t1"); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.TokenByHash(ctx, h); !errors.Is(err, ErrNotFound) {
+			t.Errorf("TokenByHash(deleted) = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("publish is immutable and logged", func(t *testing.T) {
+		st := setup(t)
+		ev, err := st.Publish(ctx, version("dave/x", "1.0.0"))
+		if err != nil || ev.Seq == 0 || ev.Kind != hub.EventModulePublished {
+			t.Fatalf("Publish = %+v, %v", ev, err)
+		}
+		last, _ := st.LastSeq(ctx)
+		for _, v := range []string{"1.0.0", "1.0.0+build"} {
+			if _, err := st.Publish(ctx, version("dave/x", v)); !errors.Is(err, ErrExists) {
+				t.Errorf("Publish(%s again) = %v, want ErrExists", v, err)
+			}
+		}
+		if got, _ := st.LastSeq(ctx); got != last {
+			t.Errorf("a refused publish appended events: last seq %d, want %d", got, last)
+		}
+		st.Publish(ctx, version("dave/x", "1.1.0"))
+		st.Publish(ctx, version("dave/x", "1.10.0-rc.1"))
+		m, err := st.Module(ctx, "dave/x")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.Latest != "1.10.0-rc.1" || len(m.Versions) != 3 || m.Versions[0].Version != "1.10.0-rc.1" {
+			t.Errorf("module = latest %s, versions %v", m.Latest, m.Versions)
+		}
+		v, ev2, err := st.SetYanked(ctx, "dave/x", "1.10.0-rc.1", true, "broken", "dave", at)
+		if err != nil || !v.Yanked || ev2 == nil || ev2.Kind != hub.EventModuleYanked {
+			t.Fatalf("SetYanked = %+v, %+v, %v", v, ev2, err)
+		}
+		if _, ev3, _ := st.SetYanked(ctx, "dave/x", "1.10.0-rc.1", true, "again", "dave", at); ev3 != nil {
+			t.Errorf("yanking a yanked version appended %+v", ev3)
+		}
+		if m, _ := st.Module(ctx, "dave/x"); m.Latest != "1.1.0" {
+			t.Errorf("latest after yank = %s, want 1.1.0", m.Latest)
+		}
+		if _, err := st.Publish(ctx, version("dave/x", "1.10.0-rc.1")); !errors.Is(err, ErrExists) {
+			t.Errorf("re-publishing a yanked version = %v, want ErrExists", err)
+		}
+		found, _ := st.Search(ctx, "x", "", 0, 10)
+		if len(found) != 1 || found[0].ID != "dave/x" {
+			t.Errorf("Search = %+v", found)
+		}
+		if found, _ := st.Search(ctx, "%", "", 0, 10); len(found) != 0 {
+			t.Errorf("Search(%%) matched %d modules: LIKE wildcards must be literal", len(found))
+		}
+	})
+
+	t.Run("teams", func(t *testing.T) {
+		st := setup(t)
+		if _, err := st.CreateTeam(ctx, "acme", "dave", at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.CreateTeam(ctx, "acme", "mallory", at); !errors.Is(err, ErrExists) {
+			t.Errorf("CreateTeam(taken) = %v, want ErrExists", err)
+		}
+		code := sha256.Sum256([]byte("invite"))
+		if err := st.AddInvite(ctx, Invite{Hash: code, Team: "acme", Role: hub.RoleMember, CreatedBy: "mallory", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("AddInvite by a non-member = %v, want ErrNotFound", err)
+		}
+		if err := st.AddInvite(ctx, Invite{Hash: code, Team: "acme", Role: hub.RoleMember, Account: "erin", CreatedBy: "dave", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.AcceptInvite(ctx, code, "mallory", at); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("AcceptInvite by another account = %v, want ErrInviteInvalid", err)
+		}
+		if _, _, err := st.AcceptInvite(ctx, code, "erin", at.Add(2*time.Hour)); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("AcceptInvite after expiry = %v, want ErrInviteInvalid", err)
+		}
+		tm, ev, err := st.AcceptInvite(ctx, code, "erin", at)
+		if err != nil || tm.Role != hub.RoleMember || ev.Kind != hub.EventMemberJoined {
+			t.Fatalf("AcceptInvite = %+v, %+v, %v", tm, ev, err)
+		}
+		if _, _, err := st.AcceptInvite(ctx, code, "erin", at); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("AcceptInvite twice = %v, want ErrInviteInvalid", err)
+		}
+
+		l := hub.Lockfile{Modules: []hub.LockedModule{}, Workflows: []hub.Workflow{}}
+		if _, _, err := st.PushLockfile(ctx, "acme", 0, l, "erin", at); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("PushLockfile by a member = %v, want ErrNotOwner", err)
+		}
+		if _, _, err := st.PushLockfile(ctx, "acme", 0, l, "mallory", at); !errors.Is(err, ErrNotFound) {
+			t.Errorf("PushLockfile by a non-member = %v, want ErrNotFound", err)
+		}
+		tl, _, err := st.PushLockfile(ctx, "acme", 0, l, "dave", at)
+		if err != nil || tl.Revision != 1 {
+			t.Fatalf("PushLockfile = %+v, %v", tl, err)
+		}
+		var ce *ConflictError
+		if _, _, err := st.PushLockfile(ctx, "acme", 0, l, "dave", at); !errors.As(err, &ce) || ce.Current != 1 {
+			t.Errorf("PushLockfile on a stale base = %v, want *ConflictError at 1", err)
+		}
+
+		if _, _, err := st.SetRole(ctx, "acme", "dave", hub.RoleMember, "dave", at); !errors.Is(err, ErrLastOwner) {
+			t.Errorf("demoting the last owner = %v, want ErrLastOwner", err)
+		}
+		if _, err := st.RemoveMember(ctx, "acme", "dave", "dave", at); !errors.Is(err, ErrLastOwner) {
+			t.Errorf("last owner leaving = %v, want ErrLastOwner", err)
+		}
+		if _, err := st.RemoveMember(ctx, "acme", "dave", "erin", at); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("a member removing an owner = %v, want ErrNotOwner", err)
+		}
+		if _, _, err := st.SetRole(ctx, "acme", "erin", hub.RoleOwner, "dave", at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RemoveMember(ctx, "acme", "dave", "dave", at); err != nil {
+			t.Errorf("an owner leaving when another owner remains = %v", err)
+		}
+		if _, _, err := st.PushLockfile(ctx, "acme", 1, l, "dave", at); !errors.Is(err, ErrNotFound) {
+			t.Errorf("PushLockfile after leaving = %v, want ErrNotFound", err)
+		}
+	})
+
+	t.Run("event visibility", func(t *testing.T) {
+		st := setup(t)
+		st.Publish(ctx, version("dave/x", "1.0.0"))
+		st.CreateTeam(ctx, "acme", "dave", at)
+		st.CreateTeam(ctx, "evil", "mallory", at)
+		st.PushLockfile(ctx, "acme", 0, hub.Lockfile{}, "dave", at)
+		last, _ := st.LastSeq(ctx)
+		kinds := func(viewer string) []string {
+			evs, err := st.EventsFor(ctx, viewer, 0, last, 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out []string
+			for _, e := range evs {
+				out = append(out, e.Kind+":"+e.Team)
+			}
+			return out
+		}
+		if got, want := kinds("mallory"), []string{"module.published:", "team.created:evil"}; !equal(got, want) {
+			t.Errorf("mallory sees %v, want %v", got, want)
+		}
+		if got, want := kinds("dave"), []string{"module.published:", "team.created:acme", "team.lockfile:acme"}; !equal(got, want) {
+			t.Errorf("dave sees %v, want %v", got, want)
+		}
+		if got, want := kinds(""), []string{"module.published:"}; !equal(got, want) {
+			t.Errorf("no account sees %v, want %v", got, want)
+		}
+		all, _ := st.EventsAfter(ctx, 0, 100)
+		if len(all) != 4 {
+			t.Errorf("EventsAfter = %d events, want 4", len(all))
+		}
+	})
+
+	t.Run("concurrent pushes: exactly one wins per revision", func(t *testing.T) {
+		st := setup(t)
+		st.CreateTeam(ctx, "acme", "dave", at)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		wins := 0
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, err := st.PushLockfile(ctx, "acme", 0, hub.Lockfile{}, "dave", at)
+				var ce *ConflictError
+				switch {
+				case err == nil:
+					mu.Lock()
+					wins++
+					mu.Unlock()
+				case !errors.As(err, &ce):
+					t.Errorf("PushLockfile = %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if wins != 1 {
+			t.Errorf("%d pushes on revision 0 succeeded, want 1", wins)
+		}
+	})
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func TestSQLiteStoreContract(t *testing.T) {
+	storeContract(t, func(t *testing.T) Store {
+		st, err := OpenSQLite(filepath.Join(t.TempDir(), "hub.db"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		return st
+	})
+}
+
+// TestSQLiteSurvivesReopen: what was committed is there after the database
+// is closed and opened again, and the event log continues where it was.
+func TestSQLiteSurvivesReopen(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	st, blobs, err := OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now()
+	tok, err := CreateAccount(ctx, st, "dave", "laptop", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasm := []byte(hub.WasmMagic + "x")
+	if err := blobs.Put(ctx, hub.Digest(wasm), wasm); err != nil {
+		t.Fatal(err)
+	}
+	st.Publish(ctx, Version{Version: hub.Version{Module: "dave/x", Version: "1.0.0", ManifestDigest: hub.Digest(nil), WasmDigest: hub.Digest(wasm), WasmSize: int64(len(wasm)), PublishedAt: at}})
+	st.CreateTeam(ctx, "acme", "dave", at)
+	st.PushLockfile(ctx, "acme", 0, hub.Lockfile{Workflows: []hub.Workflow{{Name: "w", Source: "s", Digest: hub.Digest([]byte("s"))}}}, "dave", at)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	st, blobs, err = OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if got, err := st.TokenByHash(ctx, sha256.Sum256([]byte(tok.Secret))); err != nil || got.Account != "dave" {
+		t.Errorf("token after reopen = %+v, %v", got, err)
+	}
+	if v, err := st.Version(ctx, "dave/x", "1.0.0"); err != nil || v.WasmDigest != hub.Digest(wasm) {
+		t.Errorf("version after reopen = %+v, %v", v, err)
+	}
+	if got, err := blobs.Get(ctx, hub.Digest(wasm), 100); err != nil || string(got) != string(wasm) {
+		t.Errorf("blob after reopen = %q, %v", got, err)
+	}
+	tl, err := st.Lockfile(ctx, "acme")
+	if err != nil || tl.Revision != 1 || len(tl.Lockfile.Workflows) != 1 || tl.UpdatedBy != "dave" {
+		t.Errorf("lockfile after reopen = %+v, %v", tl, err)
+	}
+	last, _ := st.LastSeq(ctx)
+	ev, _ := st.CreateTeam(ctx, "beta", "dave", at)
+	if last != 3 || ev.Seq != last+1 {
+		t.Errorf("event log after reopen: last %d, next %d; want 3, 4", last, ev.Seq)
+	}
+}
+
+func TestBlobDirRefusesCorruption(t *testing.T) {
+	ctx := context.Background()
+	b, err := OpenBlobDir(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	data := []byte("blob")
+	if err := b.Put(ctx, hub.Digest([]byte("other")), data); err == nil {
+		t.Error("Put with a wrong digest succeeded")
+	}
+	if err := b.Put(ctx, "sha256:../../etc/passwd", data); err == nil {
+		t.Error("Put with a path for a digest succeeded")
+	}
+	d := hub.Digest(data)
+	if err := b.Put(ctx, d, data); err != nil {
+		t.Fatal(err)
+	}
+	p, _ := b.path(d)
+	if err := os.WriteFile(p, []byte("bloc"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Get(ctx, d, 100); err == nil {
+		t.Error("Get returned a corrupted blob")
+	}
+	if _, err := b.Get(ctx, hub.Digest([]byte("missing")), 100); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Get(missing) = %v, want ErrNotFound", err)
+	}
+}
