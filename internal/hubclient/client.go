@@ -315,11 +315,11 @@ func (c *Client) Version(ctx context.Context, id, version string) (hub.Version, 
 
 // ParseRef splits "owner/slug[@version]".
 func ParseRef(ref string) (id, version string, err error) {
-	id, version, _ = strings.Cut(ref, "@")
+	id, version, at := strings.Cut(ref, "@")
 	if msg := hub.CheckModuleID(id); msg != "" {
 		return "", "", fmt.Errorf("module %q: %s", ref, msg)
 	}
-	if version != "" {
+	if at {
 		if msg := hub.CheckVersion(version); msg != "" {
 			return "", "", fmt.Errorf("module %q: version %s", ref, msg)
 		}
