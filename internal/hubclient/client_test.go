@@ -333,3 +333,23 @@ func TestParseRef(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkFetch4MiB measures a station's download and verification of a
+// 4 MiB module (version, bundle, keys, signature and digests).
+func BenchmarkFetch4MiB(b *testing.B) {
+	h := hubtest.Start(b)
+	dave, key := h.Publisher(b, "dave")
+	wasm := append(hubtest.Wasm(""), bytes.Repeat([]byte{0x42}, 4<<20)...)
+	bundle, _ := hubclient.NewBundle(hubtest.Manifest("dave/big", "1.0.0"), wasm, key)
+	if _, err := dave.Publish(ctx, bundle); err != nil {
+		b.Fatal(err)
+	}
+	c := h.Client(b, "")
+	b.SetBytes(int64(len(wasm)))
+	b.ResetTimer()
+	for range b.N {
+		if _, err := c.Fetch(ctx, "dave/big", "1.0.0", hubclient.FetchOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
