@@ -145,3 +145,34 @@ func TestCheckName(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLockfile: Validate never panics, and a lockfile it accepts survives a
+// JSON round trip unchanged and still valid (what the hub stores is what a
+// station reads back).
+func FuzzLockfile(f *testing.F) {
+	good, _ := json.Marshal(validLockfile())
+	f.Add(good)
+	f.Add([]byte(`{"modules":[{"id":"a/b","version":"1.0.0","permissions":{"subprocess":{"allow":["git"]}}}]}`))
+	f.Add([]byte(`{"workflows":[{"name":"w","digest":"","source":"\u0000"}]}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		var l Lockfile
+		if json.Unmarshal(data, &l) != nil || l.Validate() != nil {
+			return
+		}
+		once, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var again Lockfile
+		if err := json.Unmarshal(once, &again); err != nil {
+			t.Fatalf("re-decode %s: %v", once, err)
+		}
+		if err := again.Validate(); err != nil {
+			t.Fatalf("a valid lockfile is invalid after a round trip: %v", err)
+		}
+		twice, _ := json.Marshal(again)
+		if string(once) != string(twice) {
+			t.Fatalf("round trip changed the lockfile:\n%s\n%s", once, twice)
+		}
+	})
+}
