@@ -100,12 +100,17 @@ func (c *Client) WithToken(token string) *Client {
 	return &cc
 }
 
-// request builds a request for path (under hub.PathPrefix) with the
-// protocol header and the token.
+// request builds a request for path (under hub.PathPrefix, its segments
+// already escaped with url.PathEscape) with the protocol header and the
+// token.
 func (c *Client) request(ctx context.Context, method, path string, query url.Values, body any) (*http.Request, error) {
 	u := *c.base
-	u.Path = c.base.Path + hub.PathPrefix + path
-	u.RawPath = ""
+	u.RawPath = c.base.EscapedPath() + hub.PathPrefix + path
+	p, err := url.PathUnescape(u.RawPath)
+	if err != nil {
+		return nil, fmt.Errorf("hub request path %q: %w", path, err)
+	}
+	u.Path = p
 	u.RawQuery = query.Encode()
 	var rd io.Reader
 	if body != nil {

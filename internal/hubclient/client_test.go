@@ -353,3 +353,17 @@ func BenchmarkFetch4MiB(b *testing.B) {
 		}
 	}
 }
+
+// TestPathSegmentsEscaped: a value with a slash stays one path segment.
+func TestPathSegmentsEscaped(t *testing.T) {
+	h := hubtest.Start(t)
+	c := h.Client(t, h.Account(t, "dave"))
+	err := c.RevokeToken(ctx, "../keys/0000000000000000")
+	if hub.CodeOf(err) != hub.CodeTokenNotFound {
+		t.Errorf("RevokeToken(a path) = %v, want token_not_found", err)
+	}
+	_, err = c.Keys(ctx, "dave/../../v1/whoami")
+	if hub.CodeOf(err) != hub.CodeInvalidName {
+		t.Errorf("Keys(a path) = %v, want invalid_name", err)
+	}
+}
