@@ -179,9 +179,9 @@ func (a *app) hubIssue(ctx context.Context, dataFlag, name, label string, create
 	if err != nil {
 		return err
 	}
-	if _, err := os.Stat(filepath.Join(dir, "hub.db")); create && err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	} else if !create && err != nil {
+	// `user create` may set up a hub before its first start; `user token`
+	// needs accounts to exist, so a missing database is a wrong --data.
+	if _, err := os.Stat(filepath.Join(dir, "hub.db")); !create && errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no hub database in %s (--data, $STATION_HUB_DATA)", dir)
 	}
 	st, _, err := hubserver.OpenDir(dir)
