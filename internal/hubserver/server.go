@@ -245,7 +245,7 @@ func (s *Server) handle(pattern string, e endpoint, h func(*call) error) {
 // the request's deadlines.
 func (s *Server) guard(c *call, e endpoint) error {
 	if v := c.r.Header.Get(hub.HeaderProtocol); v != "" && v != strconv.Itoa(hub.ProtocolVersion) {
-		return hub.Errorf(hub.CodeProtocolUnsupported, "this hub speaks protocol %d, the client speaks %q: upgrade station", hub.ProtocolVersion, clip(v))
+		return hub.Errorf(hub.CodeProtocolUnsupported, "this hub speaks protocol %d, the client speaks %q: use a station and a hub that share a protocol version", hub.ProtocolVersion, clip(v))
 	}
 	if err := s.authenticate(c); err != nil {
 		return err
