@@ -19,7 +19,7 @@ import (
 // algorithm ("Ed", minisign's legacy format) is accepted: the signed message
 // is a short statement, so prehashing buys nothing, and the prehashed "ED"
 // algorithm would need BLAKE2b-512, which the standard library does not have
-// (docs/rationale/hub.md, "Why minisign's legacy Ed algorithm?").
+// (RATIONALE.md, "Why minisign's legacy Ed algorithm?").
 
 // AlgorithmEd is the pure Ed25519 signature algorithm tag.
 const AlgorithmEd = "Ed"

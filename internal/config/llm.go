@@ -17,7 +17,7 @@ import (
 // config.yaml. The station's LLM client is station-level I/O: no module's
 // network allowlist and none of the network section applies to it. The key
 // is never in the file: APIKeyEnv names the environment variable that holds
-// it (see docs/llm.md and docs/rationale/llm.md).
+// it (see docs/llm.md and RATIONALE.md).
 type LLM struct {
 	// Provider is a preset ("openai", "groq") that fills BaseURL and
 	// APIKeyEnv when they are not set; "" for none.

@@ -22,7 +22,7 @@ const secretBytes = 32
 var secretLen = base64.RawURLEncoding.EncodedLen(secretBytes)
 
 // newSecret returns a new secret with prefix and its SHA-256. The hub
-// stores only the hash (docs/rationale/hub.md, "Why SHA-256 and not a
+// stores only the hash (RATIONALE.md, "Why SHA-256 and not a
 // password hash for tokens?").
 func newSecret(prefix string) (string, [32]byte) {
 	var b [secretBytes]byte

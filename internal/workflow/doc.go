@@ -9,5 +9,5 @@
 // (the Store interface, implemented by *store.Store), so a station killed
 // mid-run leaves a consistent record and the run resumes from its first
 // unfinished step. The language reference is docs/workflows.md; the
-// decisions behind it are in docs/rationale/workflow.md.
+// decisions behind it are in RATIONALE.md.
 package workflow

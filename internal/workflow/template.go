@@ -14,7 +14,7 @@ import (
 	"github.com/expr-lang/expr/vm"
 )
 
-// Bounds on expressions (see docs/rationale/workflow.md, "Why expr, and how
+// Bounds on expressions (see RATIONALE.md, "Why expr, and how
 // is an expression bounded?").
 const (
 	// MaxExprLen bounds the source of one expression, in bytes.
