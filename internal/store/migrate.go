@@ -16,6 +16,11 @@ import (
 //     request); llm_usage (tokens the station spent for each module).
 //   - 3: workflow_runs, workflow_steps, workflow_attempts (workflow run
 //     history, persisted as runs progress, for show and resume).
+//   - 4: hub_login (the hub this station is logged in to, and the relay
+//     cursor), hub_keys (publisher keys pinned on first use), hub_origins
+//     (where each hub-installed module came from), hub_teams (memberships
+//     with the last applied lockfile revision), hub_pending (team changes
+//     that wait for the operator's approval). See hub.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -100,11 +105,54 @@ var migrations = []string{
 		PRIMARY KEY (run_id, step, attempt),
 		FOREIGN KEY (run_id, step) REFERENCES workflow_steps (run_id, step) ON DELETE CASCADE
 	) STRICT;`,
+	// 4
+	`CREATE TABLE hub_login (
+		id        INTEGER PRIMARY KEY CHECK (id = 1), -- one login per station
+		url       TEXT NOT NULL,     -- the hub's base URL
+		account   TEXT NOT NULL,     -- the account the token belongs to (the token is in STATION_HOME/hub-token)
+		cursor    INTEGER NOT NULL DEFAULT 0, -- seq of the last relay event handled
+		logged_in INTEGER NOT NULL   -- Unix nanoseconds, UTC
+	) STRICT;
+	CREATE TABLE hub_keys (
+		owner      TEXT NOT NULL,    -- the account whose modules the key signs
+		key_id     TEXT NOT NULL,    -- minisign key id
+		public_key TEXT NOT NULL,    -- the base64 line of the minisign public key
+		pinned_at  INTEGER NOT NULL,
+		PRIMARY KEY (owner, key_id)
+	) STRICT;
+	CREATE TABLE hub_origins (
+		module          TEXT PRIMARY KEY NOT NULL,
+		hub_url         TEXT NOT NULL,
+		version         TEXT NOT NULL,
+		manifest_digest TEXT NOT NULL,
+		wasm_digest     TEXT NOT NULL,
+		key_id          TEXT NOT NULL,
+		team            TEXT NOT NULL DEFAULT '', -- the team whose lockfile installed it, '' for a direct install
+		installed_at    INTEGER NOT NULL
+	) STRICT;
+	CREATE TABLE hub_teams (
+		name      TEXT PRIMARY KEY NOT NULL,
+		hub_url   TEXT NOT NULL,
+		role      TEXT NOT NULL,
+		revision  INTEGER NOT NULL DEFAULT 0, -- the last lockfile revision applied (-1: none yet)
+		synced_at INTEGER NOT NULL DEFAULT 0,
+		last_error TEXT NOT NULL DEFAULT ''
+	) STRICT;
+	CREATE TABLE hub_pending (
+		team            TEXT NOT NULL,
+		module          TEXT NOT NULL,
+		version         TEXT NOT NULL,
+		revision        INTEGER NOT NULL, -- the lockfile revision that asked for it
+		from_version    TEXT NOT NULL,    -- the version installed (and running) meanwhile, '' if none
+		escalations     BLOB NOT NULL,    -- JSON array of plain-word lines: what it asks beyond the approval
+		recorded_at     INTEGER NOT NULL,
+		PRIMARY KEY (team, module)
+	) STRICT;`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {

@@ -1,0 +1,409 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The station's hub state (schema 4): the hub it is logged in to and the
+// relay cursor, publisher keys pinned on first use, where each hub-installed
+// module came from, team memberships with the last lockfile revision
+// applied, and team changes that wait for the operator's approval. The hub
+// token itself is not in the database (docs/rationale/hubclient.md).
+
+// HubLogin is the hub this station is logged in to.
+type HubLogin struct {
+	URL     string
+	Account string
+	// Cursor is the seq of the last relay event the station handled.
+	Cursor   int64
+	LoggedIn time.Time
+}
+
+// HubLogin returns the station's hub login; the error wraps ErrNotFound
+// when the station is not logged in.
+func (s *Store) HubLogin(ctx context.Context) (HubLogin, error) {
+	var l HubLogin
+	var at int64
+	err := s.db.QueryRowContext(ctx, `SELECT url, account, cursor, logged_in FROM hub_login WHERE id = 1`).Scan(&l.URL, &l.Account, &l.Cursor, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return HubLogin{}, fmt.Errorf("hub login: %w", ErrNotFound)
+	}
+	if err != nil {
+		return HubLogin{}, fmt.Errorf("hub login: %w", err)
+	}
+	l.LoggedIn = fromNanos(at)
+	return l, nil
+}
+
+// PutHubLogin records a login. A login to another hub or as another
+// account forgets the previous one's cursor, teams and pending changes
+// (they belong to that hub and account); pinned keys and module origins
+// are kept.
+func (s *Store) PutHubLogin(ctx context.Context, l HubLogin) error {
+	at, err := toNanos(l.LoggedIn)
+	if err != nil {
+		return fmt.Errorf("put hub login: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var url, account string
+		err := tx.QueryRowContext(ctx, `SELECT url, account FROM hub_login WHERE id = 1`).Scan(&url, &account)
+		same := err == nil && url == l.URL && account == l.Account
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if !same {
+			if err := forgetHub(ctx, tx); err != nil {
+				return err
+			}
+			l.Cursor = 0
+		} else if err := tx.QueryRowContext(ctx, `SELECT cursor FROM hub_login WHERE id = 1`).Scan(&l.Cursor); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO hub_login (id, url, account, cursor, logged_in) VALUES (1, ?, ?, ?, ?)
+			ON CONFLICT (id) DO UPDATE SET url = excluded.url, account = excluded.account,
+				cursor = excluded.cursor, logged_in = excluded.logged_in`, l.URL, l.Account, l.Cursor, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("put hub login: %w", err)
+	}
+	return nil
+}
+
+func forgetHub(ctx context.Context, tx *sql.Tx) error {
+	for _, q := range []string{`DELETE FROM hub_login`, `DELETE FROM hub_teams`, `DELETE FROM hub_pending`} {
+		if _, err := tx.ExecContext(ctx, q); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteHubLogin forgets the login, its cursor, teams and pending changes.
+func (s *Store) DeleteHubLogin(ctx context.Context) error {
+	if err := s.tx(ctx, func(tx *sql.Tx) error { return forgetHub(ctx, tx) }); err != nil {
+		return fmt.Errorf("delete hub login: %w", err)
+	}
+	return nil
+}
+
+// SetHubCursor records the seq of the last relay event handled.
+func (s *Store) SetHubCursor(ctx context.Context, cursor int64) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE hub_login SET cursor = ? WHERE id = 1`, cursor)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("set hub cursor: %w", err)
+	}
+	return nil
+}
+
+// HubKey is a publisher key the station trusts for one owner's modules.
+type HubKey struct {
+	Owner     string
+	KeyID     string
+	PublicKey string
+	PinnedAt  time.Time
+}
+
+// HubKeys returns the keys pinned for owner, oldest first.
+func (s *Store) HubKeys(ctx context.Context, owner string) ([]HubKey, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT owner, key_id, public_key, pinned_at FROM hub_keys WHERE owner = ? ORDER BY pinned_at, key_id`, owner)
+	if err != nil {
+		return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
+	}
+	defer rows.Close()
+	var out []HubKey
+	for rows.Next() {
+		var k HubKey
+		var at int64
+		if err := rows.Scan(&k.Owner, &k.KeyID, &k.PublicKey, &at); err != nil {
+			return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
+		}
+		k.PinnedAt = fromNanos(at)
+		out = append(out, k)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
+	}
+	return out, nil
+}
+
+// PutHubKey pins a key for its owner (a no-op if it is pinned already).
+func (s *Store) PutHubKey(ctx context.Context, k HubKey) error {
+	at, err := toNanos(k.PinnedAt)
+	if err != nil {
+		return fmt.Errorf("pin key %s: %w", k.KeyID, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO hub_keys (owner, key_id, public_key, pinned_at) VALUES (?, ?, ?, ?)
+			ON CONFLICT (owner, key_id) DO NOTHING`, k.Owner, k.KeyID, k.PublicKey, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pin key %s of %s: %w", k.KeyID, k.Owner, err)
+	}
+	return nil
+}
+
+// HubOrigin says where a hub-installed module came from.
+type HubOrigin struct {
+	Module         string
+	HubURL         string
+	Version        string
+	ManifestDigest string
+	WasmDigest     string
+	KeyID          string
+	// Team is the team whose lockfile installed the module ("" for a
+	// direct install).
+	Team        string
+	InstalledAt time.Time
+}
+
+// HubOrigin returns the origin of module; the error wraps ErrNotFound for
+// a module that was not installed from a hub.
+func (s *Store) HubOrigin(ctx context.Context, module string) (HubOrigin, error) {
+	o, err := scanOrigin(s.db.QueryRowContext(ctx, `SELECT `+originColumns+` FROM hub_origins WHERE module = ?`, module))
+	if errors.Is(err, sql.ErrNoRows) {
+		return HubOrigin{}, fmt.Errorf("origin of %s: %w", module, ErrNotFound)
+	}
+	if err != nil {
+		return HubOrigin{}, fmt.Errorf("origin of %s: %w", module, err)
+	}
+	return o, nil
+}
+
+// HubOrigins returns the origin of every hub-installed module, by module.
+func (s *Store) HubOrigins(ctx context.Context) ([]HubOrigin, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT `+originColumns+` FROM hub_origins ORDER BY module`)
+	if err != nil {
+		return nil, fmt.Errorf("module origins: %w", err)
+	}
+	defer rows.Close()
+	var out []HubOrigin
+	for rows.Next() {
+		o, err := scanOrigin(rows)
+		if err != nil {
+			return nil, fmt.Errorf("module origins: %w", err)
+		}
+		out = append(out, o)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("module origins: %w", err)
+	}
+	return out, nil
+}
+
+const originColumns = `module, hub_url, version, manifest_digest, wasm_digest, key_id, team, installed_at`
+
+func scanOrigin(r scanner) (HubOrigin, error) {
+	var o HubOrigin
+	var at int64
+	if err := r.Scan(&o.Module, &o.HubURL, &o.Version, &o.ManifestDigest, &o.WasmDigest, &o.KeyID, &o.Team, &at); err != nil {
+		return HubOrigin{}, err
+	}
+	o.InstalledAt = fromNanos(at)
+	return o, nil
+}
+
+// PutHubOrigin records (or replaces) where a module came from.
+func (s *Store) PutHubOrigin(ctx context.Context, o HubOrigin) error {
+	at, err := toNanos(o.InstalledAt)
+	if err != nil {
+		return fmt.Errorf("record origin of %s: %w", o.Module, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO hub_origins (`+originColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+			ON CONFLICT (module) DO UPDATE SET hub_url = excluded.hub_url, version = excluded.version,
+				manifest_digest = excluded.manifest_digest, wasm_digest = excluded.wasm_digest,
+				key_id = excluded.key_id, team = excluded.team, installed_at = excluded.installed_at`,
+			o.Module, o.HubURL, o.Version, o.ManifestDigest, o.WasmDigest, o.KeyID, o.Team, at)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record origin of %s: %w", o.Module, err)
+	}
+	return nil
+}
+
+// DeleteHubOrigin forgets where module came from (it was removed).
+func (s *Store) DeleteHubOrigin(ctx context.Context, module string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `DELETE FROM hub_origins WHERE module = ?`, module)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("forget origin of %s: %w", module, err)
+	}
+	return nil
+}
+
+// HubTeam is a team this station's account belongs to.
+type HubTeam struct {
+	Name   string
+	HubURL string
+	Role   string
+	// Revision is the last lockfile revision applied; -1 before the first.
+	Revision int64
+	SyncedAt time.Time
+	// LastError is why the last sync did not apply everything ("" if it
+	// did).
+	LastError string
+}
+
+// HubTeams returns the station's teams, by name.
+func (s *Store) HubTeams(ctx context.Context) ([]HubTeam, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT name, hub_url, role, revision, synced_at, last_error FROM hub_teams ORDER BY name`)
+	if err != nil {
+		return nil, fmt.Errorf("teams: %w", err)
+	}
+	defer rows.Close()
+	var out []HubTeam
+	for rows.Next() {
+		var t HubTeam
+		var at int64
+		if err := rows.Scan(&t.Name, &t.HubURL, &t.Role, &t.Revision, &at, &t.LastError); err != nil {
+			return nil, fmt.Errorf("teams: %w", err)
+		}
+		if at != 0 {
+			t.SyncedAt = fromNanos(at)
+		}
+		out = append(out, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("teams: %w", err)
+	}
+	return out, nil
+}
+
+// HubTeam returns one team; the error wraps ErrNotFound if the station
+// does not belong to it.
+func (s *Store) HubTeam(ctx context.Context, name string) (HubTeam, error) {
+	ts, err := s.HubTeams(ctx)
+	if err != nil {
+		return HubTeam{}, err
+	}
+	for _, t := range ts {
+		if t.Name == name {
+			return t, nil
+		}
+	}
+	return HubTeam{}, fmt.Errorf("team %s: %w", name, ErrNotFound)
+}
+
+// PutHubTeam records (or replaces) a membership.
+func (s *Store) PutHubTeam(ctx context.Context, t HubTeam) error {
+	var at int64
+	if !t.SyncedAt.IsZero() {
+		var err error
+		if at, err = toNanos(t.SyncedAt); err != nil {
+			return fmt.Errorf("record team %s: %w", t.Name, err)
+		}
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO hub_teams (name, hub_url, role, revision, synced_at, last_error) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (name) DO UPDATE SET hub_url = excluded.hub_url, role = excluded.role,
+				revision = excluded.revision, synced_at = excluded.synced_at, last_error = excluded.last_error`,
+			t.Name, t.HubURL, t.Role, t.Revision, at, t.LastError)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record team %s: %w", t.Name, err)
+	}
+	return nil
+}
+
+// DeleteHubTeam forgets a membership and the team's pending changes. The
+// modules its lockfile installed stay installed.
+func (s *Store) DeleteHubTeam(ctx context.Context, name string) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM hub_pending WHERE team = ?`, name); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM hub_teams WHERE name = ?`, name)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("forget team %s: %w", name, err)
+	}
+	return nil
+}
+
+// HubPending is a team change that asks for more than the operator
+// approved and waits for `station team sync` to approve it. Meanwhile the
+// installed version keeps running.
+type HubPending struct {
+	Team        string
+	Module      string
+	Version     string
+	Revision    int64
+	FromVersion string
+	// Escalations say in plain words what the change asks beyond the
+	// approval.
+	Escalations []string
+	RecordedAt  time.Time
+}
+
+// HubPendings returns the pending changes of team ("": of every team), by
+// team and module.
+func (s *Store) HubPendings(ctx context.Context, team string) ([]HubPending, error) {
+	rows, err := s.db.QueryContext(ctx, `SELECT team, module, version, revision, from_version, escalations, recorded_at
+		FROM hub_pending WHERE ? = '' OR team = ? ORDER BY team, module`, team, team)
+	if err != nil {
+		return nil, fmt.Errorf("pending changes: %w", err)
+	}
+	defer rows.Close()
+	var out []HubPending
+	for rows.Next() {
+		var p HubPending
+		var esc []byte
+		var at int64
+		if err := rows.Scan(&p.Team, &p.Module, &p.Version, &p.Revision, &p.FromVersion, &esc, &at); err != nil {
+			return nil, fmt.Errorf("pending changes: %w", err)
+		}
+		if err := json.Unmarshal(esc, &p.Escalations); err != nil {
+			return nil, fmt.Errorf("pending change %s/%s: %w", p.Team, p.Module, err)
+		}
+		p.RecordedAt = fromNanos(at)
+		out = append(out, p)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("pending changes: %w", err)
+	}
+	return out, nil
+}
+
+// ReplaceHubPendings makes ps the whole set of team's pending changes, in
+// one transaction.
+func (s *Store) ReplaceHubPendings(ctx context.Context, team string, ps []HubPending) error {
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM hub_pending WHERE team = ?`, team); err != nil {
+			return err
+		}
+		for _, p := range ps {
+			esc, err := json.Marshal(p.Escalations)
+			if err != nil {
+				return err
+			}
+			at, err := toNanos(p.RecordedAt)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO hub_pending (team, module, version, revision, from_version, escalations, recorded_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?)`, team, p.Module, p.Version, p.Revision, p.FromVersion, esc, at); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("record pending changes of team %s: %w", team, err)
+	}
+	return nil
+}
