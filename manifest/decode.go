@@ -1,17 +1,13 @@
 package manifest
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"regexp"
-	"sort"
-	"strconv"
-	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // maxErrors bounds how many errors one Parse reports; a file that is not a
@@ -28,37 +24,66 @@ const (
 // decoder walks a yaml.Node tree, filling a Manifest and collecting every
 // problem as an *Error.
 type decoder struct {
+	*yamlx.Decoder
 	file    string
 	granted map[string]bool // globs the operator granted (Options.GrantedGlobs)
-	errs    []*Error
-	full    bool // more than maxErrors problems: the rest are not reported
+	errs    []*Error        // the problems found, once decode returns
+}
+
+// style is how manifests word problems: precisely (yamlx's zero Style).
+var style = yamlx.Style{
+	Doc:         "a manifest",
+	MaxProblems: maxErrors,
+	Syntax:      syntaxMessage,
+	ParseSize:   ParseSize,
+	FormatSize:  FormatSize,
+}
+
+// unquotedWildcard finds a plain scalar starting with "*", which YAML reads
+// as an alias: the usual cause of a syntax error in an allowlist.
+var unquotedWildcard = regexp.MustCompile(`(^|[\s\[,:-])\*`)
+
+// syntaxMessage words a syntax error found on line.
+func syntaxMessage(msg string, line []byte) string {
+	msg = "invalid YAML: " + printable(msg)
+	if unquotedWildcard.Match(line) {
+		msg += `; a value that starts with "*" must be quoted, as in "*.example.com"`
+	}
+	return msg
 }
 
 // add records one problem at n (nil n: no position).
 func (d *decoder) add(n *yaml.Node, field, entry, msg string) {
-	if len(d.errs) >= maxErrors {
-		d.full = true
-		return
-	}
-	e := &Error{File: d.file, Field: field, Entry: entry, Msg: msg}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	d.errs = append(d.errs, e)
+	d.AddEntry(n, field, entry, msg)
 }
 
 func (d *decoder) addf(n *yaml.Node, field, entry, format string, args ...any) {
-	d.add(n, field, entry, fmt.Sprintf(format, args...))
+	d.AddEntry(n, field, entry, fmt.Sprintf(format, args...))
 }
 
-// decode parses data into a Manifest. The result is meaningful only when no
-// error was recorded.
+// decode parses data into a Manifest and sets d.errs. The result is
+// meaningful only when no error was recorded.
 func (d *decoder) decode(data []byte) *Manifest {
-	root := d.document(data)
-	if root == nil {
+	d.Decoder = yamlx.New(d.file, style)
+	m := d.manifest(data)
+	d.errs = yamlx.Errors[Error](d.Decoder)
+	return m
+}
+
+// manifest walks the document. It sorts the problems only once it has
+// walked all of it: after an early return (a syntax error, an anchor) they
+// stay in the order found, without a "too many errors" line.
+func (d *decoder) manifest(data []byte) *Manifest {
+	doc, ok := d.Document(data)
+	if !ok {
 		return nil
 	}
-	if !d.noAliases(root) {
+	root := yamlx.Root(doc)
+	if root == nil {
+		d.add(doc, "", "", "the manifest is empty")
+		return nil
+	}
+	if !d.NoAliases(root) {
 		return nil
 	}
 	m := &Manifest{}
@@ -83,262 +108,26 @@ func (d *decoder) decode(data []byte) *Manifest {
 			d.addf(root, "", "", "missing required field %q", name)
 		}
 	}
-	sort.SliceStable(d.errs, func(i, j int) bool {
-		a, b := d.errs[i], d.errs[j]
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
-	if d.full {
-		d.errs = append(d.errs, &Error{File: d.file, Msg: fmt.Sprintf("too many errors (more than %d); fix these first", maxErrors)})
-	}
+	d.Sort()
 	return m
 }
 
-// yamlLine finds the line number in a yaml.v3 error message.
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
-
-// document parses data as exactly one YAML document and returns its root
-// node, or nil after recording the error.
-func (d *decoder) document(data []byte) (root *yaml.Node) {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := safeDecode(dec, &doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.add(nil, "", "", "the manifest is empty")
-		} else {
-			d.yamlError(err, data)
-		}
-		return nil
-	}
-	var extra yaml.Node
-	switch err := safeDecode(dec, &extra); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		d.yamlError(err, data)
-		return nil
-	default:
-		d.add(&extra, "", "", "a manifest is one YAML document; found a second one")
-		return nil
-	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 {
-		d.add(&doc, "", "", "the manifest is empty")
-		return nil
-	}
-	return doc.Content[0]
-}
-
-// safeDecode runs dec.Decode, turning a panic inside the YAML library into an
-// error: a manifest is untrusted input and must never crash the station.
-func safeDecode(dec *yaml.Decoder, v *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: malformed document (%v)", r)
-		}
-	}()
-	return dec.Decode(v)
-}
-
-// unquotedWildcard finds a plain scalar starting with "*", which YAML reads
-// as an alias: the usual cause of a syntax error in an allowlist.
-var unquotedWildcard = regexp.MustCompile(`(^|[\s\[,:-])\*`)
-
-// yamlError records a syntax error reported by the YAML library.
-func (d *decoder) yamlError(err error, data []byte) {
-	msg := err.Error()
-	var line int
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	msg = "invalid YAML: " + printable(msg)
-	if line > 0 {
-		lines := bytes.Split(data, []byte("\n"))
-		if line <= len(lines) && unquotedWildcard.Match(lines[line-1]) {
-			msg += `; a value that starts with "*" must be quoted, as in "*.example.com"`
-		}
-	}
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: msg})
-}
-
-// noAliases reports anchors and aliases, which a manifest does not use: they
-// make the decoded structure differ from what a reader sees.
-func (d *decoder) noAliases(n *yaml.Node) bool {
-	ok := true
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		switch {
-		case n.Kind == yaml.AliasNode:
-			d.addf(n, "", "", "aliases (*%s) are not allowed in a manifest", printable(n.Value))
-			ok = false
-		case n.Anchor != "":
-			d.addf(n, "", "", "anchors (&%s) are not allowed in a manifest", printable(n.Anchor))
-			ok = false
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(n)
-	return ok
-}
-
 // field is one known key of a mapping and the function that decodes its
-// value.
-type field struct {
-	name   string
-	decode func(v *yaml.Node)
-}
+// value (yamlx.Field, under a name whose literals may be unkeyed).
+type field yamlx.Field
 
-// mapping decodes the mapping n at path: each known key's value is handed to
-// its field's decode function; unknown and duplicate keys are errors. It
-// returns the key node of each field seen, or nil if n is not a mapping.
+// mapping decodes the mapping n at path (yamlx.Decoder.Mapping).
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]*yaml.Node {
-	if n.Kind != yaml.MappingNode || n.ShortTag() != "!!map" {
-		d.typeError(n, path, "a mapping")
-		return nil
-	}
-	seen := make(map[string]*yaml.Node, len(fields))
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			d.add(k, path, "", "merge keys (<<) are not allowed in a manifest")
-			continue
-		}
-		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			d.addf(k, path, "", "keys must be field names, not %s", describe(k))
-			continue
-		}
-		if first := seen[k.Value]; first != nil {
-			d.addf(k, path, "", "duplicate field %q (first at line %d)", k.Value, first.Line)
-			continue
-		}
-		var f *field
-		for j := range fields {
-			if fields[j].name == k.Value {
-				f = &fields[j]
-				break
-			}
-		}
-		if f == nil {
-			d.add(k, path, "", unknownField(k.Value, fields))
-			continue
-		}
-		seen[k.Value] = k
-		f.decode(v)
-	}
-	return seen
+	return d.Mapping(n, path, yamlx.Fields(fields))
 }
 
-// unknownField describes an unknown key, suggesting the closest known one.
-func unknownField(name string, fields []field) string {
-	msg := fmt.Sprintf("unknown field %s", quote(name))
-	best, bestDist := "", 3
-	for _, f := range fields {
-		if dist := editDistance(strings.ToLower(name), f.name); dist < bestDist {
-			best, bestDist = f.name, dist
-		}
-	}
-	if best != "" {
-		return msg + fmt.Sprintf("; did you mean %q?", best)
-	}
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.name
-	}
-	return msg + " (known fields: " + strings.Join(names, ", ") + ")"
-}
+// isNull, typeError and str are yamlx's, under the names this package's
+// decoding (llm.go too) uses.
+var isNull = yamlx.IsNull
 
-// editDistance is the Levenshtein distance between a and b, in bytes. Names
-// longer than 64 bytes are never close to a field name.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func (d *decoder) typeError(n *yaml.Node, path, want string) { d.TypeError(n, path, want) }
 
-// isNull reports whether n is an explicit or implicit YAML null ("key:" with
-// no value, "~" or "null").
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-// describe names the YAML type of n for an error message.
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		if tag := n.ShortTag(); tag != "!!map" {
-			return "a mapping tagged " + printable(tag)
-		}
-		return "a mapping"
-	case yaml.SequenceNode:
-		if tag := n.ShortTag(); tag != "!!seq" {
-			return "a list tagged " + printable(tag)
-		}
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		switch tag := n.ShortTag(); tag {
-		case "!!str":
-			return "a string"
-		case "!!int":
-			return "an integer"
-		case "!!float":
-			return "a number"
-		case "!!bool":
-			return "a boolean"
-		case "!!null":
-			return "empty"
-		case "!!timestamp":
-			return "a timestamp"
-		default:
-			return "a value tagged " + printable(tag)
-		}
-	}
-	return "an unknown node"
-}
-
-// typeError records that n, at path, is not of the wanted type.
-func (d *decoder) typeError(n *yaml.Node, path, want string) {
-	msg := fmt.Sprintf("must be %s, not %s", want, describe(n))
-	if want == "a string" && n.Kind == yaml.ScalarNode && n.Style == 0 {
-		switch n.ShortTag() {
-		case "!!int", "!!float", "!!bool", "!!timestamp":
-			msg += fmt.Sprintf("; quote it: %q", n.Value)
-		}
-	}
-	d.add(n, path, "", msg)
-}
-
-// str decodes a string scalar.
-func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		return n.Value, true
-	}
-	d.typeError(n, path, "a string")
-	return "", false
-}
+func (d *decoder) str(n *yaml.Node, path string) (string, bool) { return d.Str(n, path) }
 
 // list decodes a sequence of strings, calling check on each; check returns
 // the problem with an entry, or "". Duplicate entries are errors. A null list
@@ -541,9 +330,12 @@ func (d *decoder) limits(n *yaml.Node) Limits {
 		return l
 	}
 	d.mapping(n, "limits", []field{
-		{"memory", func(v *yaml.Node) { l.MemoryBytes = d.memory(v) }},
+		{"memory", func(v *yaml.Node) {
+			size, _ := d.Size(v, "limits.memory", "64MiB", MinMemory, MaxMemory)
+			l.MemoryBytes = (size + PageSize - 1) / PageSize * PageSize
+		}},
 		{"timeout", func(v *yaml.Node) { l.Timeout = d.timeout(v) }},
-		{"concurrency", func(v *yaml.Node) { l.Concurrency = d.concurrency(v) }},
+		{"concurrency", func(v *yaml.Node) { l.Concurrency, _ = d.Int(v, "limits.concurrency", 1, MaxConcurrency) }},
 		{"instances", func(v *yaml.Node) { l.Fresh = d.instances(v) }},
 		{"max_input", func(v *yaml.Node) { l.MaxInput = d.docSize(v, "limits.max_input") }},
 		{"max_output", func(v *yaml.Node) { l.MaxOutput = d.docSize(v, "limits.max_output") }},
@@ -554,70 +346,18 @@ func (d *decoder) limits(n *yaml.Node) Limits {
 
 // docSize decodes a document size limit: 1KiB to MaxDocument.
 func (d *decoder) docSize(n *yaml.Node, path string) uint64 {
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {
-		d.typeError(n, path, `a size such as "4MiB"`)
-		return 0
-	}
-	size, err := ParseSize(n.Value)
-	if err != nil {
-		d.add(n, path, "", err.Error())
-		return 0
-	}
-	if size < 1<<10 || size > MaxDocument {
-		d.addf(n, path, "", "%s is out of range (1KiB to 64MiB)", quote(n.Value))
-		return 0
-	}
+	size, _ := d.Size(n, path, "4MiB", 1<<10, MaxDocument)
 	return size
-}
-
-func (d *decoder) memory(n *yaml.Node) uint64 {
-	const path = "limits.memory"
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {
-		d.typeError(n, path, `a size such as "64MiB"`)
-		return 0
-	}
-	size, err := ParseSize(n.Value)
-	if err != nil {
-		d.add(n, path, "", err.Error())
-		return 0
-	}
-	if size < MinMemory || size > MaxMemory {
-		d.addf(n, path, "", "%s is out of range (1MiB to 4GiB)", quote(n.Value))
-		return 0
-	}
-	return (size + PageSize - 1) / PageSize * PageSize
 }
 
 func (d *decoder) timeout(n *yaml.Node) time.Duration {
 	const path = "limits.timeout"
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		d.typeError(n, path, `a duration such as "30s"`)
-		return 0
-	}
-	t, err := time.ParseDuration(n.Value)
-	if err != nil {
-		d.addf(n, path, "", "%s is not a duration (write it like 30s, 2m or 1m30s)", quote(n.Value))
-		return 0
-	}
-	if t <= 0 || t > MaxTimeout {
+	t, ok := d.Duration(n, path)
+	if ok && (t <= 0 || t > MaxTimeout) {
 		d.addf(n, path, "", "%s is out of range (more than 0, at most 1h)", quote(n.Value))
 		return 0
 	}
 	return t
-}
-
-func (d *decoder) concurrency(n *yaml.Node) int {
-	const path = "limits.concurrency"
-	var c int
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&c) != nil {
-		d.typeError(n, path, "an integer")
-		return 0
-	}
-	if c < 1 || c > MaxConcurrency {
-		d.addf(n, path, "", "%d is out of range (1 to %d)", c, MaxConcurrency)
-		return 0
-	}
-	return c
 }
 
 func (d *decoder) instances(n *yaml.Node) bool {
