@@ -1,21 +1,17 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"net/netip"
 	"path/filepath"
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
 	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/yamlx"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -33,94 +29,66 @@ type Error struct {
 // Error renders e as one line:
 //
 //	config.yaml:3:7: network.resolve: entry "x=y": ...
-func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File + ":")
-	}
-	if e.Line > 0 {
-		b.WriteString(strconv.Itoa(e.Line) + ":")
-		if e.Column > 0 {
-			b.WriteString(strconv.Itoa(e.Column) + ":")
-		}
-	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field + ": ")
-	}
-	if e.Entry != "" {
-		b.WriteString("entry " + quote(e.Entry) + ": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
-}
+func (e *Error) Error() string { return (*yamlx.Problem)(e).Error() }
 
 // quote renders s Go-quoted and bounded, for error messages.
-func quote(s string) string {
-	const max = 128
-	if len(s) > max {
-		cut := max
-		for cut > 0 && s[cut]&0xc0 == 0x80 {
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "..."
-	}
-	return strconv.Quote(s)
-}
+func quote(s string) string { return yamlx.Quote(s) }
 
-// decoder walks config.yaml's node tree. It is deliberately the same shape
-// as the manifest decoder: positions on every error, unknown and duplicate
-// keys refused, all problems reported.
+// decoder walks config.yaml's node tree with the machinery of the manifest
+// decoder (yamlx): positions on every error, unknown and duplicate keys
+// refused, all problems reported.
 type decoder struct {
+	*yamlx.Decoder
 	file string
-	errs []*Error
+	errs []*Error // the problems found, once decode returns
 
 	// explicit records which limits the file set, to tell a conflict the
 	// operator wrote from a default that no longer fits.
 	explicit map[string]*yaml.Node
 }
 
+// style is how config.yaml words problems. It differs from the manifest's
+// in what the file had before yamlx; see yamlx.Style.
+var style = yamlx.Style{
+	Doc: "config.yaml",
+	Syntax: func(msg string, _ []byte) string {
+		q := quote(msg)
+		return "invalid YAML: " + q[1:len(q)-1]
+	},
+	ParseSize:      manifest.ParseSize,
+	FormatSize:     manifest.FormatSize,
+	PlainMergeKeys: true,
+	BasicTypes:     true,
+	NoQuoteHint:    true,
+}
+
 func (d *decoder) add(n *yaml.Node, field, entry, msg string) {
-	e := &Error{File: d.file, Field: field, Entry: entry, Msg: msg}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	d.errs = append(d.errs, e)
+	d.AddEntry(n, field, entry, msg)
 }
 
 func (d *decoder) addf(n *yaml.Node, field, entry, format string, args ...any) {
-	d.add(n, field, entry, fmt.Sprintf(format, args...))
+	d.AddEntry(n, field, entry, fmt.Sprintf(format, args...))
 }
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
-
+// decode parses data into a Config and sets d.errs. An empty file is the
+// defaults.
 func (d *decoder) decode(data []byte) *Config {
+	d.Decoder = yamlx.New(d.file, style)
+	c := d.config(data)
+	d.errs = yamlx.Errors[Error](d.Decoder)
+	return c
+}
+
+// config walks the document over the defaults.
+func (d *decoder) config(data []byte) *Config {
 	c := Default()
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := safeDecode(dec, &doc); err != nil {
-		if !errors.Is(err, io.EOF) {
-			d.yamlError(err)
-		}
-		return c // an empty file is the defaults
-	}
-	var extra yaml.Node
-	switch err := safeDecode(dec, &extra); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		d.yamlError(err)
-		return c
-	default:
-		d.add(&extra, "", "", "config.yaml is one YAML document; found a second one")
-		return c
-	}
-	if len(doc.Content) != 1 || isNull(doc.Content[0]) {
+	doc, _ := d.Document(data)
+	root := yamlx.Root(doc)
+	if root == nil || isNull(root) {
 		return c
 	}
 	d.explicit = map[string]*yaml.Node{}
-	d.mapping(doc.Content[0], "", []field{
+	d.mapping(root, "", []field{
 		{"network", func(v *yaml.Node) { d.network(v, &c.Network) }},
 		{"limits", func(v *yaml.Node) { d.limits(v, &c.Limits) }},
 		{"subprocess", func(v *yaml.Node) { d.subprocess(v, &c.Subprocess) }},
@@ -141,156 +109,29 @@ func (d *decoder) decode(data []byte) *Config {
 		}},
 	})
 	d.checkLimits(&c.Limits)
-	sort.SliceStable(d.errs, func(i, j int) bool {
-		a, b := d.errs[i], d.errs[j]
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
+	d.Sort()
 	return c
 }
 
-func safeDecode(dec *yaml.Decoder, v *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: malformed document (%v)", r)
-		}
-	}()
-	return dec.Decode(v)
-}
+// field is one known key of a mapping and the function that decodes its
+// value (yamlx.Field, under a name whose literals may be unkeyed).
+type field yamlx.Field
 
-func (d *decoder) yamlError(err error) {
-	msg := err.Error()
-	var line int
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	} else {
-		msg = strings.TrimPrefix(msg, "yaml: ")
-	}
-	q := quote(msg)
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: "invalid YAML: " + q[1:len(q)-1]})
-}
-
-type field struct {
-	name   string
-	decode func(v *yaml.Node)
-}
-
-// mapping decodes a mapping with known keys; unknown and duplicate keys are
-// errors. A null value is an empty mapping.
+// mapping decodes a mapping with known keys (yamlx.Decoder.Mapping); a null
+// value is an empty mapping.
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) {
-	if isNull(n) {
-		return
-	}
-	if n.Kind != yaml.MappingNode || n.ShortTag() != "!!map" {
-		d.typeError(n, path, "a mapping")
-		return
-	}
-	seen := map[string]int{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			d.addf(k, path, "", "keys must be field names, not %s", describe(k))
-			continue
-		}
-		if line, dup := seen[k.Value]; dup {
-			d.addf(k, path, "", "duplicate field %q (first at line %d)", k.Value, line)
-			continue
-		}
-		var f *field
-		for j := range fields {
-			if fields[j].name == k.Value {
-				f = &fields[j]
-			}
-		}
-		if f == nil {
-			d.add(k, path, "", unknownField(k.Value, fields))
-			continue
-		}
-		seen[k.Value] = k.Line
-		f.decode(v)
+	if !isNull(n) {
+		d.Mapping(n, path, yamlx.Fields(fields))
 	}
 }
 
-func unknownField(name string, fields []field) string {
-	names := make([]string, len(fields))
-	best, bestDist := "", 3
-	for i, f := range fields {
-		names[i] = f.name
-		if dist := editDistance(strings.ToLower(name), f.name); dist < bestDist {
-			best, bestDist = f.name, dist
-		}
-	}
-	if best != "" {
-		return fmt.Sprintf("unknown field %s; did you mean %q?", quote(name), best)
-	}
-	return fmt.Sprintf("unknown field %s (known fields: %s)", quote(name), strings.Join(names, ", "))
-}
+// isNull, typeError and str are yamlx's, under the names this package's
+// decoding (llm.go too) uses.
+var isNull = yamlx.IsNull
 
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
-}
+func (d *decoder) typeError(n *yaml.Node, path, want string) { d.TypeError(n, path, want) }
 
-func isNull(n *yaml.Node) bool {
-	return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null"
-}
-
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "a string"
-		case "!!int":
-			return "an integer"
-		case "!!float":
-			return "a number"
-		case "!!bool":
-			return "a boolean"
-		case "!!null":
-			return "empty"
-		}
-	}
-	return "a value of another type"
-}
-
-func (d *decoder) typeError(n *yaml.Node, path, want string) {
-	d.addf(n, path, "", "must be %s, not %s", want, describe(n))
-}
-
-func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		return n.Value, true
-	}
-	d.typeError(n, path, "a string")
-	return "", false
-}
+func (d *decoder) str(n *yaml.Node, path string) (string, bool) { return d.Str(n, path) }
 
 // list decodes a list of strings, calling each for every entry; a null list
 // is empty.
@@ -316,8 +157,8 @@ func (d *decoder) list(n *yaml.Node, path string, each func(e *yaml.Node, s stri
 
 func (d *decoder) subprocess(n *yaml.Node, sp *Subprocess) {
 	boolean := func(v *yaml.Node, path string, out *bool) {
-		if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!bool" || v.Decode(out) != nil {
-			d.typeError(v, path, "true or false")
+		if b, ok := d.Bool(v, path); ok {
+			*out = b
 		}
 	}
 	d.mapping(n, "subprocess", []field{
@@ -448,17 +289,10 @@ func (d *decoder) limits(n *yaml.Node, l *Limits) {
 		{"default_timeout", func(v *yaml.Node) { d.duration(v, "limits.default_timeout", &l.DefaultTimeout) }},
 		{"default_concurrency", func(v *yaml.Node) {
 			const path = "limits.default_concurrency"
-			var c int
-			if v.Kind != yaml.ScalarNode || v.ShortTag() != "!!int" || v.Decode(&c) != nil {
-				d.typeError(v, path, "an integer")
-				return
+			if c, ok := d.Int(v, path, 1, manifest.MaxConcurrency); ok {
+				l.DefaultConcurrency = c
+				d.explicit[path] = v
 			}
-			if c < 1 || c > manifest.MaxConcurrency {
-				d.addf(v, path, "", "%d is out of range (1 to %d)", c, manifest.MaxConcurrency)
-				return
-			}
-			l.DefaultConcurrency = c
-			d.explicit[path] = v
 		}},
 	})
 }
@@ -466,21 +300,10 @@ func (d *decoder) limits(n *yaml.Node, l *Limits) {
 // size decodes a memory size with the manifest's syntax and bounds, rounded
 // up to whole WebAssembly pages.
 func (d *decoder) size(n *yaml.Node, path string, out *uint64) {
-	if n.Kind != yaml.ScalarNode || (n.ShortTag() != "!!str" && n.ShortTag() != "!!int") {
-		d.typeError(n, path, `a size such as "1GiB"`)
-		return
+	if v, ok := d.Size(n, path, "1GiB", manifest.MinMemory, manifest.MaxMemory); ok {
+		*out = (v + manifest.PageSize - 1) / manifest.PageSize * manifest.PageSize
+		d.explicit[path] = n
 	}
-	v, err := manifest.ParseSize(n.Value)
-	if err != nil {
-		d.add(n, path, "", err.Error())
-		return
-	}
-	if v < manifest.MinMemory || v > manifest.MaxMemory {
-		d.addf(n, path, "", "%s is out of range (1MiB to 4GiB)", quote(n.Value))
-		return
-	}
-	*out = (v + manifest.PageSize - 1) / manifest.PageSize * manifest.PageSize
-	d.explicit[path] = n
 }
 
 func (d *decoder) duration(n *yaml.Node, path string, out *time.Duration) {
