@@ -1,28 +1,25 @@
 package workflow
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // maxErrors bounds how many errors one Parse reports.
 const maxErrors = 50
 
 // decoder walks a yaml.Node tree, building a Workflow and collecting every
-// problem as an *Error.
+// problem.
 type decoder struct {
+	*yamlx.Decoder
 	file string
-	errs []*Error
-	full bool
 	// where each expression and each needs entry was written, for the
 	// errors of the graph check.
 	exprAt  map[*Expr]*yaml.Node
@@ -30,244 +27,60 @@ type decoder struct {
 	outAt   *yaml.Node
 }
 
-func (d *decoder) add(n *yaml.Node, field, msg string) {
-	if len(d.errs) >= maxErrors {
-		d.full = true
-		return
-	}
-	e := &Error{File: d.file, Field: field, Msg: msg}
-	if n != nil {
-		e.Line, e.Column = n.Line, n.Column
-	}
-	d.errs = append(d.errs, e)
-}
-
-func (d *decoder) addf(n *yaml.Node, field, format string, args ...any) {
-	d.add(n, field, fmt.Sprintf(format, args...))
+// style is how workflow files word problems. It differs from the
+// manifest's in what the files had before yamlx; see yamlx.Style.
+var style = yamlx.Style{
+	Doc:            "a workflow",
+	MaxProblems:    maxErrors,
+	ListFields:     true,
+	PlainMergeKeys: true,
+	RawNames:       true,
+	PlainTypes:     true,
 }
 
 // err returns the collected errors sorted by position, joined.
 func (d *decoder) err() error {
-	if len(d.errs) == 0 {
+	if d.Len() == 0 {
 		return nil
 	}
-	sort.SliceStable(d.errs, func(i, j int) bool {
-		a, b := d.errs[i], d.errs[j]
-		if a.Line != b.Line {
-			return a.Line < b.Line
-		}
-		return a.Column < b.Column
-	})
-	if d.full {
-		d.errs = append(d.errs, &Error{File: d.file, Msg: fmt.Sprintf("too many errors (more than %d); fix these first", maxErrors)})
-	}
-	errs := make([]error, len(d.errs))
-	for i, e := range d.errs {
-		errs[i] = e
+	d.Sort()
+	var errs []error
+	for _, p := range d.Problems() {
+		errs = append(errs, &Error{File: p.File, Line: p.Line, Column: p.Column, Field: p.Field, Msg: p.Msg})
 	}
 	return errors.Join(errs...)
 }
 
-var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
-
-// document parses data as exactly one YAML document.
+// document parses data as exactly one YAML document and returns its value.
 func (d *decoder) document(data []byte) *yaml.Node {
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	var doc yaml.Node
-	if err := safeDecode(dec, &doc); err != nil {
-		if errors.Is(err, io.EOF) {
-			d.add(nil, "", "the workflow file is empty")
-		} else {
-			d.yamlError(err)
-		}
+	doc, ok := d.Document(data)
+	if !ok {
 		return nil
 	}
-	var extra yaml.Node
-	switch err := safeDecode(dec, &extra); {
-	case errors.Is(err, io.EOF):
-	case err != nil:
-		d.yamlError(err)
-		return nil
-	default:
-		d.add(&extra, "", "a workflow is one YAML document; found a second one")
+	root := yamlx.Root(doc)
+	if root == nil || isNull(root) {
+		d.Add(doc, "", "the workflow file is empty")
 		return nil
 	}
-	if doc.Kind != yaml.DocumentNode || len(doc.Content) != 1 || isNull(doc.Content[0]) {
-		d.add(&doc, "", "the workflow file is empty")
-		return nil
-	}
-	return doc.Content[0]
+	return root
 }
 
-// safeDecode turns a panic inside the YAML library into an error.
-func safeDecode(dec *yaml.Decoder, v *yaml.Node) (err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("yaml: malformed document (%v)", r)
-		}
-	}()
-	return dec.Decode(v)
-}
+// field is one known key of a mapping and the function that decodes its
+// value (yamlx.Field, under a name whose literals may be unkeyed).
+type field yamlx.Field
 
-func (d *decoder) yamlError(err error) {
-	msg := err.Error()
-	var line int
-	if m := yamlLine.FindStringSubmatch(msg); m != nil {
-		line, _ = strconv.Atoi(m[1])
-		msg = msg[len(m[0]):]
-	}
-	msg = strings.TrimPrefix(msg, "yaml: ")
-	d.errs = append(d.errs, &Error{File: d.file, Line: line, Msg: msg})
-}
-
-// noAliases refuses anchors, aliases and merge keys: what the station runs
-// must be what the operator reads.
-func (d *decoder) noAliases(n *yaml.Node) bool {
-	ok := true
-	var walk func(n *yaml.Node)
-	walk = func(n *yaml.Node) {
-		switch {
-		case n.Kind == yaml.AliasNode:
-			d.addf(n, "", "aliases (*%s) are not allowed in a workflow", n.Value)
-			ok = false
-		case n.Anchor != "":
-			d.addf(n, "", "anchors (&%s) are not allowed in a workflow", n.Anchor)
-			ok = false
-		}
-		for _, c := range n.Content {
-			walk(c)
-		}
-	}
-	walk(n)
-	return ok
-}
-
-type field struct {
-	name   string
-	decode func(v *yaml.Node)
-}
-
-// mapping decodes the mapping n: each known key's value goes to its field;
-// unknown and duplicate keys are errors. It returns the key node of each
-// field seen, or nil if n is not a mapping.
+// mapping decodes the mapping n at path (yamlx.Decoder.Mapping).
 func (d *decoder) mapping(n *yaml.Node, path string, fields []field) map[string]*yaml.Node {
-	if n.Kind != yaml.MappingNode || n.ShortTag() != "!!map" {
-		d.typeError(n, path, "a mapping")
-		return nil
-	}
-	seen := make(map[string]*yaml.Node, len(fields))
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-			d.addf(k, path, "keys must be field names, not %s", describe(k))
-			continue
-		}
-		if first := seen[k.Value]; first != nil {
-			d.addf(k, path, "duplicate field %q (first at line %d)", k.Value, first.Line)
-			continue
-		}
-		var f *field
-		for j := range fields {
-			if fields[j].name == k.Value {
-				f = &fields[j]
-			}
-		}
-		if f == nil {
-			names := make([]string, len(fields))
-			for j, f := range fields {
-				names[j] = f.name
-			}
-			d.addf(k, path, "unknown field %s (known fields: %s)", quote(k.Value), strings.Join(names, ", "))
-			continue
-		}
-		seen[k.Value] = k
-		f.decode(v)
-	}
-	return seen
+	return d.Mapping(n, path, yamlx.Fields(fields))
 }
 
-func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" }
+var isNull = yamlx.IsNull
 
-func describe(n *yaml.Node) string {
-	switch n.Kind {
-	case yaml.MappingNode:
-		return "a mapping"
-	case yaml.SequenceNode:
-		return "a list"
-	case yaml.AliasNode:
-		return "an alias"
-	case yaml.ScalarNode:
-		switch n.ShortTag() {
-		case "!!str":
-			return "a string"
-		case "!!int":
-			return "an integer"
-		case "!!float":
-			return "a number"
-		case "!!bool":
-			return "a boolean"
-		case "!!null":
-			return "empty"
-		case "!!timestamp":
-			return "a timestamp"
-		}
-		return "a value tagged " + n.ShortTag()
-	}
-	return "an unknown node"
-}
-
-func (d *decoder) typeError(n *yaml.Node, path, want string) {
-	msg := fmt.Sprintf("must be %s, not %s", want, describe(n))
-	if want == "a string" && n.Kind == yaml.ScalarNode && n.Style == 0 {
-		switch n.ShortTag() {
-		case "!!int", "!!float", "!!bool", "!!timestamp":
-			msg += fmt.Sprintf("; quote it: %q", n.Value)
-		}
-	}
-	d.add(n, path, msg)
-}
-
-func (d *decoder) str(n *yaml.Node, path string) (string, bool) {
-	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!str" {
-		return n.Value, true
-	}
-	d.typeError(n, path, "a string")
-	return "", false
-}
-
-func (d *decoder) boolean(n *yaml.Node, path string) bool {
-	var b bool
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
-		d.typeError(n, path, "true or false")
-	}
-	return b
-}
-
-func (d *decoder) integer(n *yaml.Node, path string, lo, hi int) int {
-	var i int
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&i) != nil {
-		d.typeError(n, path, "an integer")
-		return 0
-	}
-	if i < lo || i > hi {
-		d.addf(n, path, "%d is out of range (%d to %d)", i, lo, hi)
-		return 0
-	}
-	return i
-}
-
+// duration decodes a duration of more than 0 and at most limit.
 func (d *decoder) duration(n *yaml.Node, path string, limit time.Duration) time.Duration {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!str" {
-		d.typeError(n, path, `a duration such as "30s"`)
-		return 0
-	}
-	t, err := time.ParseDuration(n.Value)
-	if err != nil {
-		d.addf(n, path, "%s is not a duration (write it like 30s, 2m or 1m30s)", quote(n.Value))
-		return 0
-	}
-	if t <= 0 || t > limit {
-		d.addf(n, path, "%s is out of range (more than 0, at most %s)", quote(n.Value), limit)
+	t, ok := d.Duration(n, path)
+	if ok && (t <= 0 || t > limit) {
+		d.Addf(n, path, "%s is out of range (more than 0, at most %s)", quote(n.Value), limit)
 		return 0
 	}
 	return t
@@ -283,8 +96,9 @@ var (
 )
 
 func (d *decoder) decode(data []byte) *Workflow {
+	d.Decoder = yamlx.New(d.file, style)
 	root := d.document(data)
-	if root == nil || !d.noAliases(root) {
+	if root == nil || !d.NoAliases(root) {
 		return nil
 	}
 	d.exprAt = map[*Expr]*yaml.Node{}
@@ -292,28 +106,28 @@ func (d *decoder) decode(data []byte) *Workflow {
 	wf := &Workflow{MaxParallel: DefaultMaxParallel}
 	seen := d.mapping(root, "", []field{
 		{"name", func(v *yaml.Node) {
-			if s, ok := d.str(v, "name"); ok {
+			if s, ok := d.Str(v, "name"); ok {
 				if strings.TrimSpace(s) == "" || len(s) > 128 || strings.ContainsAny(s, "\x00\r\n") {
-					d.add(v, "name", "must be one line of at most 128 characters")
+					d.Add(v, "name", "must be one line of at most 128 characters")
 				}
 				wf.Name = s
 			}
 		}},
 		{"description", func(v *yaml.Node) {
 			if !isNull(v) {
-				wf.Description, _ = d.str(v, "description")
+				wf.Description, _ = d.Str(v, "description")
 			}
 		}},
 		{"inputs", func(v *yaml.Node) { wf.Inputs = d.inputs(v) }},
 		{"steps", func(v *yaml.Node) { wf.Steps = d.steps(v) }},
 		{"output", func(v *yaml.Node) { d.outAt = v; wf.Output = d.template(v, "output") }},
-		{"max_parallel", func(v *yaml.Node) { wf.MaxParallel = d.integer(v, "max_parallel", 1, MaxParallelLimit) }},
+		{"max_parallel", func(v *yaml.Node) { wf.MaxParallel, _ = d.Int(v, "max_parallel", 1, MaxParallelLimit) }},
 	})
 	if seen == nil {
 		return nil
 	}
 	if seen["steps"] == nil {
-		d.add(root, "", `missing required field "steps"`)
+		d.Add(root, "", `missing required field "steps"`)
 	}
 	return wf
 }
@@ -323,28 +137,28 @@ func (d *decoder) inputs(n *yaml.Node) []Input {
 		return nil
 	}
 	if n.Kind != yaml.MappingNode {
-		d.typeError(n, "inputs", "a mapping of input names to their declarations")
+		d.TypeError(n, "inputs", "a mapping of input names to their declarations")
 		return nil
 	}
 	if len(n.Content)/2 > MaxInputs {
-		d.addf(n, "inputs", "too many inputs (%d; at most %d)", len(n.Content)/2, MaxInputs)
+		d.Addf(n, "inputs", "too many inputs (%d; at most %d)", len(n.Content)/2, MaxInputs)
 		return nil
 	}
 	var out []Input
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		name, ok := d.str(k, "inputs")
+		name, ok := d.Str(k, "inputs")
 		if !ok {
 			continue
 		}
 		path := "inputs." + name
 		if !identifier.MatchString(name) {
-			d.addf(k, "inputs", "%s is not a valid input name (a letter, then letters, digits or _)", quote(name))
+			d.Addf(k, "inputs", "%s is not a valid input name (a letter, then letters, digits or _)", quote(name))
 			continue
 		}
 		if line, dup := seen[name]; dup {
-			d.addf(k, "inputs", "duplicate input %q (first at line %d)", name, line)
+			d.Addf(k, "inputs", "duplicate input %q (first at line %d)", name, line)
 			continue
 		}
 		seen[name] = k.Line
@@ -353,20 +167,20 @@ func (d *decoder) inputs(n *yaml.Node) []Input {
 		if !isNull(v) {
 			d.mapping(v, path, []field{
 				{"type", func(v *yaml.Node) {
-					s, ok := d.str(v, path+".type")
+					s, ok := d.Str(v, path+".type")
 					switch {
 					case !ok:
 					case s == TypeString || s == TypeNumber || s == TypeInteger || s == TypeBoolean || s == TypeObject || s == TypeArray || s == TypeAny:
 						in.Type = s
 					default:
-						d.addf(v, path+".type", "%s is not a type (string, number, integer, boolean, object, array or any)", quote(s))
+						d.Addf(v, path+".type", "%s is not a type (string, number, integer, boolean, object, array or any)", quote(s))
 					}
 				}},
-				{"required", func(v *yaml.Node) { in.Required = d.boolean(v, path+".required") }},
+				{"required", func(v *yaml.Node) { in.Required, _ = d.Bool(v, path+".required") }},
 				{"default", func(v *yaml.Node) { def = v }},
 				{"description", func(v *yaml.Node) {
 					if !isNull(v) {
-						in.Description, _ = d.str(v, path+".description")
+						in.Description, _ = d.Str(v, path+".description")
 					}
 				}},
 			})
@@ -375,12 +189,12 @@ func (d *decoder) inputs(n *yaml.Node) []Input {
 			val, ok := d.plain(def, path+".default")
 			if ok {
 				if err := checkType(in.Type, val); err != nil {
-					d.add(def, path+".default", err.Error())
+					d.Add(def, path+".default", err.Error())
 				}
 				in.Default, in.HasDefault = val, true
 			}
 			if in.Required {
-				d.add(def, path, "a required input has no default")
+				d.Add(def, path, "a required input has no default")
 			}
 		}
 		out = append(out, in)
@@ -396,7 +210,7 @@ func (d *decoder) plain(n *yaml.Node, path string) (any, bool) {
 	}
 	v, err := t.render(nil)
 	if err != nil {
-		d.add(n, path, err.Error())
+		d.Add(n, path, err.Error())
 		return nil, false
 	}
 	return v, true
@@ -404,15 +218,15 @@ func (d *decoder) plain(n *yaml.Node, path string) (any, bool) {
 
 func (d *decoder) steps(n *yaml.Node) []*Step {
 	if n.Kind != yaml.SequenceNode || n.ShortTag() != "!!seq" {
-		d.typeError(n, "steps", "a list")
+		d.TypeError(n, "steps", "a list")
 		return nil
 	}
 	if len(n.Content) == 0 {
-		d.add(n, "steps", "at least one step is required")
+		d.Add(n, "steps", "at least one step is required")
 		return nil
 	}
 	if len(n.Content) > MaxSteps {
-		d.addf(n, "steps", "too many steps (%d; at most %d)", len(n.Content), MaxSteps)
+		d.Addf(n, "steps", "too many steps (%d; at most %d)", len(n.Content), MaxSteps)
 		return nil
 	}
 	var out []*Step
@@ -423,16 +237,16 @@ func (d *decoder) steps(n *yaml.Node) []*Step {
 		var withNode, usesNode *yaml.Node
 		seen := d.mapping(item, path, []field{
 			{"id", func(v *yaml.Node) {
-				s, ok := d.str(v, path+".id")
+				s, ok := d.Str(v, path+".id")
 				if !ok {
 					return
 				}
 				if !identifier.MatchString(s) {
-					d.addf(v, path+".id", "%s is not a valid step id (a letter, then letters, digits or _; it is used as steps.%s in expressions)", quote(s), "<id>")
+					d.Addf(v, path+".id", "%s is not a valid step id (a letter, then letters, digits or _; it is used as steps.%s in expressions)", quote(s), "<id>")
 					return
 				}
 				if line, dup := ids[s]; dup {
-					d.addf(v, path+".id", "duplicate step id %q (first at line %d)", s, line)
+					d.Addf(v, path+".id", "duplicate step id %q (first at line %d)", s, line)
 					return
 				}
 				ids[s] = v.Line
@@ -440,20 +254,20 @@ func (d *decoder) steps(n *yaml.Node) []*Step {
 			}},
 			{"description", func(v *yaml.Node) {
 				if !isNull(v) {
-					st.Description, _ = d.str(v, path+".description")
+					st.Description, _ = d.Str(v, path+".description")
 				}
 			}},
 			{"uses", func(v *yaml.Node) { usesNode = v; d.uses(v, path, st) }},
 			{"with", func(v *yaml.Node) { withNode = v }},
 			{"needs", func(v *yaml.Node) { st.Needs = d.needs(v, path, st) }},
 			{"if", func(v *yaml.Node) {
-				s, ok := d.str(v, path+".if")
+				s, ok := d.Str(v, path+".if")
 				if !ok {
 					return
 				}
 				x, err := parseCondition(s)
 				if err != nil {
-					d.add(v, path+".if", err.Error())
+					d.Add(v, path+".if", err.Error())
 					return
 				}
 				d.exprAt[x] = v
@@ -461,14 +275,14 @@ func (d *decoder) steps(n *yaml.Node) []*Step {
 			}},
 			{"timeout", func(v *yaml.Node) { st.Timeout = d.duration(v, path+".timeout", MaxTimeout) }},
 			{"retry", func(v *yaml.Node) { d.retry(v, path+".retry", &st.Retry) }},
-			{"continue_on_error", func(v *yaml.Node) { st.ContinueOnError = d.boolean(v, path+".continue_on_error") }},
+			{"continue_on_error", func(v *yaml.Node) { st.ContinueOnError, _ = d.Bool(v, path+".continue_on_error") }},
 		})
 		if seen == nil {
 			continue
 		}
 		for _, req := range []string{"id", "uses"} {
 			if seen[req] == nil {
-				d.addf(item, path, "missing required field %q", req)
+				d.Addf(item, path, "missing required field %q", req)
 			}
 		}
 		if withNode != nil {
@@ -477,7 +291,7 @@ func (d *decoder) steps(n *yaml.Node) []*Step {
 				d.llmWith(withNode, path+".with")
 			}
 		} else if st.Builtin == BuiltinLLM && usesNode != nil {
-			d.add(item, path, `an llm step needs with: {prompt: ...} or with: {messages: [...]}`)
+			d.Add(item, path, `an llm step needs with: {prompt: ...} or with: {messages: [...]}`)
 		}
 		out = append(out, st)
 	}
@@ -485,7 +299,7 @@ func (d *decoder) steps(n *yaml.Node) []*Step {
 }
 
 func (d *decoder) uses(v *yaml.Node, path string, st *Step) {
-	s, ok := d.str(v, path+".uses")
+	s, ok := d.Str(v, path+".uses")
 	if !ok {
 		return
 	}
@@ -497,13 +311,13 @@ func (d *decoder) uses(v *yaml.Node, path string, st *Step) {
 	id, cmd, ok := strings.Cut(s, " ")
 	switch {
 	case !ok && !strings.Contains(s, "/"):
-		d.addf(v, path+".uses", "%s is not a built-in (llm) or a module command (\"owner/slug command\")", quote(s))
+		d.Addf(v, path+".uses", "%s is not a built-in (llm) or a module command (\"owner/slug command\")", quote(s))
 	case !ok:
-		d.addf(v, path+".uses", "%s names no command: write \"%s COMMAND\"", quote(s), s)
+		d.Addf(v, path+".uses", "%s names no command: write \"%s COMMAND\"", quote(s), s)
 	case !moduleID.MatchString(id):
-		d.addf(v, path+".uses", "%s is not a module id (\"owner/slug\", lower-case letters, digits and hyphens)", quote(id))
+		d.Addf(v, path+".uses", "%s is not a module id (\"owner/slug\", lower-case letters, digits and hyphens)", quote(id))
 	case !commandName.MatchString(cmd):
-		d.addf(v, path+".uses", "%s is not a command name (lower-case letters, digits and hyphens)", quote(cmd))
+		d.Addf(v, path+".uses", "%s is not a command name (lower-case letters, digits and hyphens)", quote(cmd))
 	default:
 		st.Module, st.Command = id, cmd
 	}
@@ -515,12 +329,12 @@ func (d *decoder) needs(n *yaml.Node, path string, st *Step) []string {
 		return []string{n.Value}
 	}
 	if n.Kind != yaml.SequenceNode {
-		d.typeError(n, path+".needs", "a step id or a list of step ids")
+		d.TypeError(n, path+".needs", "a step id or a list of step ids")
 		return nil
 	}
 	var out []string
 	for _, e := range n.Content {
-		s, ok := d.str(e, path+".needs")
+		s, ok := d.Str(e, path+".needs")
 		if !ok {
 			continue
 		}
@@ -532,13 +346,13 @@ func (d *decoder) needs(n *yaml.Node, path string, st *Step) []string {
 
 func (d *decoder) retry(n *yaml.Node, path string, r *Retry) {
 	seen := d.mapping(n, path, []field{
-		{"attempts", func(v *yaml.Node) { r.Attempts = d.integer(v, path+".attempts", 1, MaxAttempts) }},
+		{"attempts", func(v *yaml.Node) { r.Attempts, _ = d.Int(v, path+".attempts", 1, MaxAttempts) }},
 		{"backoff", func(v *yaml.Node) { r.Backoff = d.duration(v, path+".backoff", MaxTimeout) }},
 		{"max_backoff", func(v *yaml.Node) { r.MaxBackoff = d.duration(v, path+".max_backoff", MaxTimeout) }},
 	})
 	if seen != nil && r.MaxBackoff < r.Backoff {
 		if seen["max_backoff"] != nil {
-			d.add(seen["max_backoff"], path+".max_backoff", "is shorter than backoff")
+			d.Add(seen["max_backoff"], path+".max_backoff", "is shorter than backoff")
 		} else {
 			r.MaxBackoff = r.Backoff
 		}
@@ -560,12 +374,12 @@ func (d *decoder) llmWith(n *yaml.Node, path string) {
 			known = known || f == k.Value
 		}
 		if !known {
-			d.addf(k, path, "unknown field %s of an llm step (known fields: %s)", quote(k.Value), strings.Join(llmFields, ", "))
+			d.Addf(k, path, "unknown field %s of an llm step (known fields: %s)", quote(k.Value), strings.Join(llmFields, ", "))
 		}
 		seen[k.Value] = true
 	}
 	if !seen["prompt"] && !seen["messages"] {
-		d.add(n, path, "an llm step needs a prompt or messages")
+		d.Add(n, path, "an llm step needs a prompt or messages")
 	}
 }
 
@@ -587,16 +401,16 @@ func (d *decoder) node(n *yaml.Node, path string, exprs bool) tnode {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
-				d.addf(k, path, "keys must be strings, not %s", describe(k))
+				d.Addf(k, path, "keys must be strings, not %s", d.Describe(k))
 				continue
 			}
 			if line, dup := seen[k.Value]; dup {
-				d.addf(k, path, "duplicate key %q (first at line %d)", k.Value, line)
+				d.Addf(k, path, "duplicate key %q (first at line %d)", k.Value, line)
 				continue
 			}
 			seen[k.Value] = k.Line
 			if exprs && strings.Contains(k.Value, "${{") {
-				d.add(k, path, "keys cannot hold ${{ }}; only values can")
+				d.Add(k, path, "keys cannot hold ${{ }}; only values can")
 				continue
 			}
 			t := d.node(v, path+"."+k.Value, exprs)
@@ -623,7 +437,7 @@ func (d *decoder) node(n *yaml.Node, path string, exprs bool) tnode {
 			}
 			t, err := parseString(n.Value)
 			if err != nil {
-				d.add(n, path, err.Error())
+				d.Add(n, path, err.Error())
 				return nil
 			}
 			t.exprs(func(x *Expr) { d.exprAt[x] = n })
@@ -637,20 +451,20 @@ func (d *decoder) node(n *yaml.Node, path string, exprs bool) tnode {
 		case "!!int":
 			var i int
 			if err := n.Decode(&i); err != nil {
-				d.addf(n, path, "%s is out of range for an integer", quote(n.Value))
+				d.Addf(n, path, "%s is out of range for an integer", quote(n.Value))
 				return nil
 			}
 			return literal{i}
 		case "!!float":
 			var f float64
 			if err := n.Decode(&f); err != nil || f != f || f > 1e308 || f < -1e308 {
-				d.addf(n, path, "%s is not a finite number", quote(n.Value))
+				d.Addf(n, path, "%s is not a finite number", quote(n.Value))
 				return nil
 			}
 			return literal{f}
 		}
 	}
-	d.addf(n, path, "%s is not a JSON value; quote it", describe(n))
+	d.Addf(n, path, "%s is not a JSON value; quote it", d.Describe(n))
 	return nil
 }
 
@@ -673,15 +487,15 @@ func (d *decoder) graph(wf *Workflow) {
 		n := d.exprAt[x]
 		for _, in := range x.inputs {
 			if !inputs[in] {
-				d.addf(n, path, "${{ %s }}: unknown input %s", x.Source, quote(in))
+				d.Addf(n, path, "${{ %s }}: unknown input %s", x.Source, quote(in))
 			}
 		}
 		for _, id := range x.steps {
 			switch _, ok := index[id]; {
 			case id == self:
-				d.addf(n, path, "${{ %s }}: a step cannot use its own output", x.Source)
+				d.Addf(n, path, "${{ %s }}: a step cannot use its own output", x.Source)
 			case !ok:
-				d.addf(n, path, "${{ %s }}: unknown step %s", x.Source, quote(id))
+				d.Addf(n, path, "${{ %s }}: unknown step %s", x.Source, quote(id))
 			default:
 				deps[id] = true
 			}
@@ -694,9 +508,9 @@ func (d *decoder) graph(wf *Workflow) {
 			n := d.needsAt[s][j]
 			switch _, ok := index[id]; {
 			case id == s.ID:
-				d.add(n, path+".needs", "a step cannot need itself")
+				d.Add(n, path+".needs", "a step cannot need itself")
 			case !ok:
-				d.addf(n, path+".needs", "unknown step %s", quote(id))
+				d.Addf(n, path+".needs", "unknown step %s", quote(id))
 			default:
 				deps[id] = true
 			}
@@ -712,7 +526,7 @@ func (d *decoder) graph(wf *Workflow) {
 		}
 	}
 	wf.Output.expressions(func(x *Expr) { checkExpr(x, "output", "", map[string]bool{}) })
-	if len(d.errs) > 0 {
+	if d.Len() > 0 {
 		return // a cycle through an unknown step says nothing useful
 	}
 	// Cycles: depth-first, reporting each cycle once at its first step.
@@ -737,7 +551,7 @@ func (d *decoder) graph(wf *Workflow) {
 				}
 				cycle := append(append([]string{}, stack[k:]...), dep)
 				s := wf.Steps[index[dep]]
-				d.errs = append(d.errs, &Error{File: d.file, Line: s.line, Column: s.col, Field: fmt.Sprintf("steps[%d]", index[dep]),
+				d.Report(yamlx.Problem{Line: s.line, Column: s.col, Field: fmt.Sprintf("steps[%d]", index[dep]),
 					Msg: "dependency cycle: " + strings.Join(cycle, " -> ")})
 				return false
 			case white:
