@@ -83,7 +83,7 @@ type Style struct {
 
 	// The fields below keep a format's older wording; false is the
 	// manifest's. internal/config and internal/workflow set some of them
-	// (docs/rationale/yamlx.md).
+	// (RATIONALE.md, "Strict YAML decoding").
 
 	// ListFields makes an unknown field list the known ones, never
 	// suggesting the closest ("did you mean ...?").
