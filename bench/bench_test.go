@@ -3,7 +3,6 @@ package bench
 import (
 	"bytes"
 	"context"
-	"os/exec"
 	"testing"
 	"time"
 )
@@ -25,11 +24,7 @@ func TestPaths(t *testing.T) {
 		{"station", func(t *testing.T) ([]byte, error) { return sharedStation(t).Run(ctx, greetID, "greet", in) }},
 		{"station-rawjson", func(t *testing.T) ([]byte, error) { return sharedStation(t).Run(ctx, greetID, "greet-raw", in) }},
 		{"station-fresh", func(t *testing.T) ([]byte, error) { return sharedStation(t).Run(ctx, freshID, "greet", in) }},
-		{"station-run-process", func(t *testing.T) ([]byte, error) {
-			sharedStation(t)
-			out, err := exec.Command(stationBin(t), "--home", shared.home, "run", "--compact", "--input", string(in), greetID, "greet").Output()
-			return bytes.TrimSpace(out), err
-		}},
+		{"station-run-process", func(t *testing.T) ([]byte, error) { return stationRun(t)() }},
 		{"extism", func(t *testing.T) ([]byte, error) {
 			_, out, err := extismPlugin(t, 30*time.Second).CallWithContext(ctx, "greet", in)
 			return out, err

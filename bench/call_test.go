@@ -99,11 +99,11 @@ func BenchmarkCall(b *testing.B) {
 		// `station run` as a user types it: a process that opens the home,
 		// loads the module from the on-disk compilation cache, calls it
 		// and prints the result.
-		bin := stationBin(b)
-		sharedStation(b) // installs the module in shared.home
+		run := stationRun(b)
+		run() // see stationRun
 		for b.Loop() {
-			out, err := exec.Command(bin, "--home", shared.home, "run", "--compact", "--input", greet.In, greetID, "greet").Output()
-			check(b, bytes.TrimSpace(out), err)
+			out, err := run()
+			check(b, out, err)
 		}
 	})
 	b.Run("daemon", benchDaemon)
@@ -120,6 +120,21 @@ func BenchmarkCall(b *testing.B) {
 			check(b, out, err)
 		}
 	})
+}
+
+// stationRun returns a function that runs greet with the station binary on
+// the shared home. The first run after a build compiles the module: the
+// binary's wazero names its cache entries by its own version, and a test
+// binary's wazero calls itself "dev", so what the shared station (in this
+// test binary) compiled at install does not count for the real binary. After
+// one run it does, as it does for a user after `station module install`.
+func stationRun(tb testing.TB) func() ([]byte, error) {
+	bin := stationBin(tb)
+	sharedStation(tb) // installs the module in shared.home
+	return func() ([]byte, error) {
+		out, err := exec.Command(bin, "--home", shared.home, "run", "--compact", "--input", greet.In, greetID, "greet").Output()
+		return bytes.TrimSpace(out), err
+	}
 }
 
 // benchDaemon is where the call through the daemon API goes once the daemon
