@@ -23,9 +23,9 @@ const DefaultHubAddr = "127.0.0.1:7777"
 func (a *app) hubCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hub",
-		Short: "Run the hub: the marketplace and Teams relay server stations talk to",
+		Short: "Log in to a hub, manage publisher keys, or run a hub (marketplace and Teams relay)",
 	}
-	c.AddCommand(a.hubServeCmd(), a.hubUserCmd())
+	c.AddCommand(a.hubServeCmd(), a.hubUserCmd(), a.hubLoginCmd(), a.hubLogoutCmd(), a.hubWhoamiCmd(), a.hubKeyCmd())
 	return c
 }
 

@@ -23,7 +23,8 @@ func (a *app) moduleCmd() *cobra.Command {
 		Use:   "module",
 		Short: "Build, install, inspect and remove modules",
 	}
-	c.AddCommand(a.moduleBuildCmd(), a.moduleInstallCmd(), a.moduleListCmd(), a.moduleShowCmd(), a.moduleRemoveCmd(), a.moduleSchemaCmd())
+	c.AddCommand(a.moduleBuildCmd(), a.moduleInstallCmd(), a.moduleListCmd(), a.moduleShowCmd(), a.moduleRemoveCmd(), a.moduleSchemaCmd(),
+		a.modulePublishCmd(), a.moduleSearchCmd(), a.moduleUpgradeCmd())
 	return c
 }
 
@@ -62,16 +63,26 @@ module.yaml names (default module.wasm).`,
 func (a *app) moduleInstallCmd() *cobra.Command {
 	var yes, asJSON bool
 	c := &cobra.Command{
-		Use:   "install DIR",
-		Short: "Install a built module after showing what it may do",
+		Use:   "install DIR | OWNER/SLUG[@VERSION]",
+		Short: "Install a built module, or one from the hub, after showing what it may do",
 		Long: `Install verifies the module's wasm against its manifest (it must compile,
 speak the station ABI and import only what the manifest grants), shows the
 permissions it asks for in plain words, and asks for approval. Use --yes in
-scripts after reviewing the manifest.`,
-		Example: "  station module install examples/hello\n  station module install --yes examples/stripe-invoicing",
+scripts after reviewing the manifest.
+
+An argument that is not a directory and reads OWNER/SLUG[@VERSION] installs
+from the hub this station is logged in to (station hub login): the latest
+version that is not yanked, or VERSION. The bundle's signature (by a key the
+hub lists for OWNER) and digests are verified before anything is written, and
+the publisher's key is pinned: a later version signed by another key asks you
+first.`,
+		Example: "  station module install examples/hello\n  station module install --yes examples/stripe-invoicing\n  station module install dave/stripe-invoicing@1.4.0",
 		Args:    exactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
+			if refMaybe(args[0], isDir) {
+				return a.installFromHub(ctx, args[0], yes, asJSON)
+			}
 			s, err := a.open(ctx)
 			if err != nil {
 				return err
@@ -249,6 +260,9 @@ func (a *app) moduleRemoveCmd() *cobra.Command {
 				return err
 			}
 			if err := s.Remove(ctx, args[0]); err != nil {
+				return err
+			}
+			if err := s.Store.DeleteHubOrigin(ctx, args[0]); err != nil {
 				return err
 			}
 			a.reloadInDaemon(ctx, args[0])

@@ -100,7 +100,12 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 	if err != nil {
 		return err
 	}
-	srv, err := daemon.New(daemon.Options{Station: s, Logger: a.logger(home), Version: versionString(), Workflows: wfs})
+	log := a.logger(home)
+	var background []func(context.Context)
+	if relay := a.hubRelay(ctx, s, log); relay != nil {
+		background = append(background, relay)
+	}
+	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs, Background: background})
 	if err != nil {
 		return err
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	Version string
 	// Workflows, if set, serves the /v1/workflows endpoints.
 	Workflows WorkflowService
+	// Background are tasks that run while the daemon serves (the hub relay
+	// runner): each starts once the API listens and gets a context that
+	// ends when the daemon stops, and Serve waits for them to return.
+	Background []func(ctx context.Context)
 }
 
 // Server is the daemon's HTTP API over one station.
@@ -78,6 +82,7 @@ type Server struct {
 	log     *slog.Logger
 	version string
 	wf      WorkflowService
+	bg      []func(context.Context)
 	token   string
 	addr    string // the listener's address, for the Host check
 	started time.Time
@@ -98,7 +103,7 @@ func New(o Options) (*Server, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("daemon: token: %w", err)
 	}
-	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows,
+	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background,
 		token: base64.RawURLEncoding.EncodeToString(b[:]), started: time.Now().UTC()}
 	s.routes()
 	return s, nil
@@ -152,6 +157,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("daemon listening", "addr", s.addr, "state", statePath)
+	bgctx, stopBackground := context.WithCancel(ctx)
+	var bg sync.WaitGroup
+	for _, f := range s.bg {
+		bg.Go(func() { f(bgctx) })
+	}
+	defer func() { stopBackground(); bg.Wait() }()
 	select {
 	case err := <-errc:
 		return fmt.Errorf("daemon: %w", err)

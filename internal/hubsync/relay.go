@@ -1,0 +1,139 @@
+package hubsync
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"time"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/hubclient"
+	"github.com/station-dev/station/internal/store"
+)
+
+// Runner follows the hub's relay for a station's daemon: it applies a team
+// lockfile as soon as a push is relayed (changes within the approval at
+// once, escalations recorded as pending), and follows the account's
+// memberships. The cursor of the last event handled is kept in the store,
+// so a restarted daemon resumes where it stopped and misses nothing.
+type Runner struct {
+	Session *Session
+	// OnApplied, if set, is called after each lockfile was applied.
+	OnApplied func(*Report)
+	// OnConnect, if set, is called each time the relay stream is
+	// established, with the cursor it resumes from.
+	OnConnect func(cursor int64)
+	// MinBackoff is the first wait before re-subscribing after a failure
+	// (default 500 ms; it doubles up to 30 s).
+	MinBackoff time.Duration
+}
+
+// Run follows the relay until ctx ends. It returns early only when the hub
+// refuses the token (log in again) or speaks another protocol.
+func (r *Runner) Run(ctx context.Context) error {
+	s := r.Session
+	log := s.log()
+	minWait := r.MinBackoff
+	if minWait <= 0 {
+		minWait = 500 * time.Millisecond
+	}
+	wait := minWait
+	for {
+		l, err := s.Station.Store.HubLogin(ctx)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil
+			}
+			return err
+		}
+		err = s.Client.Subscribe(ctx, hubclient.SubscribeOptions{
+			Cursor:     l.Cursor,
+			MinBackoff: minWait,
+			OnConnect: func(cursor int64) {
+				wait = minWait
+				log.Info("hub relay connected", "hub", l.URL, "cursor", cursor)
+				if r.OnConnect != nil {
+					r.OnConnect(cursor)
+				}
+			},
+			OnDisconnect: func(err error) { log.Warn("hub relay disconnected; reconnecting", "err", err.Error()) },
+		}, func(ev hub.Event) error { return r.handle(ctx, ev) })
+		if ctx.Err() != nil {
+			return nil
+		}
+		switch hub.CodeOf(err) {
+		case hub.CodeCursorAhead:
+			// The hub was restored or replaced: resynchronise from the start.
+			log.Warn("the hub's event log is behind this station's cursor; resynchronising from 0", "hub", l.URL, "cursor", l.Cursor)
+			if err := s.Station.Store.SetHubCursor(ctx, 0); err != nil {
+				return err
+			}
+			continue
+		case hub.CodeUnauthenticated, hub.CodeProtocolUnsupported:
+			log.Error("hub relay stopped", "hub", l.URL, "err", err.Error())
+			return err
+		}
+		log.Warn("hub relay: handling an event failed; retrying", "err", err.Error())
+		t := time.NewTimer(wait/2 + rand.N(wait/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		wait = min(2*wait, 30*time.Second)
+	}
+}
+
+// handle applies one event and moves the stored cursor past it. An error
+// leaves the event unconsumed: the runner retries it.
+func (r *Runner) handle(ctx context.Context, ev hub.Event) error {
+	s := r.Session
+	st := s.Station.Store
+	me := s.Login.Account
+	var sync bool
+	switch ev.Kind {
+	case hub.EventTeamCreated, hub.EventMemberJoined:
+		if ev.Account == me {
+			if _, err := st.HubTeam(ctx, ev.Team); errors.Is(err, store.ErrNotFound) {
+				if err := st.PutHubTeam(ctx, store.HubTeam{Name: ev.Team, HubURL: s.Login.URL, Role: ev.Role, Revision: -1}); err != nil {
+					return err
+				}
+			}
+			sync = true
+		}
+	case hub.EventMemberLeft, hub.EventMemberRemoved:
+		if ev.Account == me {
+			if err := st.DeleteHubTeam(ctx, ev.Team); err != nil {
+				return err
+			}
+			s.log().Info("left team; its modules stay installed", "team", ev.Team)
+		}
+	case hub.EventMemberRole:
+		if t, err := st.HubTeam(ctx, ev.Team); err == nil && ev.Account == me {
+			t.Role = ev.Role
+			if err := st.PutHubTeam(ctx, t); err != nil {
+				return err
+			}
+		}
+	case hub.EventLockfilePushed:
+		t, err := st.HubTeam(ctx, ev.Team)
+		sync = err == nil && ev.Revision > t.Revision
+	}
+	if sync {
+		rep, err := s.Sync(ctx, ev.Team, nil)
+		switch {
+		case hub.CodeOf(err) == hub.CodeTeamNotFound:
+			// Replaying history of a team this account has since left.
+		case err != nil:
+			return err
+		default:
+			s.log().Info("applied team lockfile", "team", rep.Team, "revision", rep.Revision,
+				"installed", len(rep.Installed), "pending", len(rep.Pending), "failed", len(rep.Failed))
+			if r.OnApplied != nil {
+				r.OnApplied(rep)
+			}
+		}
+	}
+	return st.SetHubCursor(ctx, ev.Seq)
+}
