@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/station-dev/station/internal/station"
@@ -24,6 +26,9 @@ var root string
 // server is the loopback HTTP server the network benchmarks GET from.
 var server *httptest.Server
 
+// conns counts the connections server accepted.
+var conns atomic.Int64
+
 // body is what server answers: a small JSON document, like an API's.
 var body = []byte(`{"id":"in_1","object":"invoice","amount_due":1200}`)
 
@@ -34,10 +39,16 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	root = dir
-	server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	server = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write(body)
 	}))
+	server.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	server.Start()
 	code := m.Run()
 	server.Close()
 	if shared.st != nil {
