@@ -1,0 +1,192 @@
+package hubsync_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/hubclient"
+	"github.com/station-dev/station/internal/hubserver/hubtest"
+	"github.com/station-dev/station/internal/hubsync"
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/wasmbuild"
+)
+
+func TestPermissionsToHub(t *testing.T) {
+	cases := []struct {
+		name string
+		in   string // the station's stored approval, JSON
+		want hub.Permissions
+	}{
+		{"nothing", `{"network":[],"subprocess":false,"filesystem_writes":[]}`,
+			hub.Permissions{Network: []string{}, FilesystemWrites: []string{}}},
+		{"hosts and writes", `{"network":["api.stripe.com"],"subprocess":false,"filesystem_writes":["~/out/**"],"filesystem_reads":["/data/**"]}`,
+			hub.Permissions{Network: []string{"api.stripe.com"}, FilesystemWrites: []string{"~/out/**"}, FilesystemReads: []string{"/data/**"}}},
+		{"programs, without their resolved paths", `{"network":[],"subprocess":{"allow":["git"]},"filesystem_writes":[],"programs":[{"name":"git","path":"/usr/bin/git","digest":"sha256:00"}],"subprocess_env":["HOME"]}`,
+			hub.Permissions{Network: []string{}, FilesystemWrites: []string{}, Subprocess: hub.Subprocess{Allow: []string{"git"}}, Env: []string{"HOME"}}},
+		{"any program", `{"network":[],"subprocess":true,"filesystem_writes":[]}`,
+			hub.Permissions{Network: []string{}, FilesystemWrites: []string{}, Subprocess: hub.Subprocess{Any: true}}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var p station.Permissions
+			if err := json.Unmarshal([]byte(c.in), &p); err != nil {
+				t.Fatal(err)
+			}
+			if got := hubsync.ToHub(p); !reflect.DeepEqual(got, c.want) {
+				t.Errorf("ToHub(%s)\n got %+v\nwant %+v", c.in, got, c.want)
+			}
+		})
+	}
+}
+
+// env is a hub with a publisher, dave, and a station logged in as erin.
+type env struct {
+	h      *hubtest.Hub
+	dave   *hubclient.Client
+	signer *hubclient.Signer
+	sess   *hubsync.Session
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	ctx := context.Background()
+	h := hubtest.Start(t)
+	dave, signer := h.Publisher(t, "dave")
+	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	erin := h.Account(t, "erin")
+	l, err := hubsync.Login(ctx, st, h.URL, erin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sess, err := hubsync.Open(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sess.Login != l {
+		t.Fatalf("Open's login %+v, Login's %+v", sess.Login, l)
+	}
+	return &env{h: h, dave: dave, signer: signer, sess: sess}
+}
+
+// publish publishes dave/hello@version (the hello example's binary) with
+// allow as its hosts, signed by s, and returns its lockfile entry with
+// perms as the team's approval.
+func (e *env) publish(t *testing.T, s *hubclient.Signer, version string, allow []string, perms hub.Permissions) hub.LockedModule {
+	t.Helper()
+	m := "id: dave/hello\nversion: \"" + version + "\"\nwasm: module.wasm\ncommands:\n  - name: greet\nrequires:\n  network:\n    allow: [" + strings.Join(allow, ", ") + "]\n"
+	b, err := hubclient.NewBundle([]byte(m), wasmbuild.ForTest(t, "examples/hello"), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.dave.Publish(context.Background(), b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return hub.LockedModule{ID: v.Module, Version: v.Version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest, Permissions: perms}
+}
+
+func lockfile(rev int64, ms ...hub.LockedModule) hub.TeamLockfile {
+	return hub.TeamLockfile{Team: "acme", Revision: rev, Lockfile: hub.Lockfile{Modules: ms, Workflows: []hub.Workflow{}}}
+}
+
+func none() hub.Permissions { return hub.Permissions{Network: []string{}, FilesystemWrites: []string{}} }
+
+// TestApplyRefusesMoreThanTheTeamApproved: a pinned version whose manifest
+// asks for more than the lockfile's permissions is not installed, even with
+// an approver that says yes to everything.
+func TestApplyRefusesMoreThanTheTeamApproved(t *testing.T) {
+	e := newEnv(t)
+	lm := e.publish(t, e.signer, "1.0.0", []string{"api.stripe.com"}, none())
+	yes := func(hubsync.Plan) (bool, error) { return true, nil }
+	rep, err := e.sess.Apply(context.Background(), lockfile(1, lm), yes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Failed) != 1 || !strings.Contains(rep.Failed[0].Error(), "asks for more than the team's lockfile approved: it may now connect to api.stripe.com") {
+		t.Errorf("failed = %v", rep.Failed)
+	}
+	if _, err := e.sess.Station.Store.Module(context.Background(), "dave/hello"); !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("the module was installed: %v", err)
+	}
+	team, _ := e.sess.Station.Store.HubTeam(context.Background(), "acme")
+	if !strings.Contains(team.LastError, "dave/hello@1.0.0") {
+		t.Errorf("team's last error = %q", team.LastError)
+	}
+}
+
+// TestApplyInvalidLockfileChangesNothing: a lockfile that does not validate
+// is refused before anything is recorded or installed.
+func TestApplyInvalidLockfileChangesNothing(t *testing.T) {
+	e := newEnv(t)
+	lm := e.publish(t, e.signer, "1.0.0", nil, none())
+	bad := lm
+	bad.WasmDigest = "sha256:nothex"
+	for name, tl := range map[string]hub.TeamLockfile{
+		"bad digest":   lockfile(1, bad),
+		"listed twice": lockfile(1, lm, lm),
+		"bad team":     {Team: "Acme!", Revision: 1},
+	} {
+		if _, err := e.sess.Apply(context.Background(), tl, nil); err == nil {
+			t.Errorf("%s: Apply succeeded", name)
+		}
+	}
+	teams, _ := e.sess.Station.Store.HubTeams(context.Background())
+	mods, _ := e.sess.Station.Store.Modules(context.Background())
+	if len(teams) != 0 || len(mods) != 0 {
+		t.Errorf("a refused lockfile changed the station: teams %v, modules %v", teams, mods)
+	}
+}
+
+// TestApplyPendingKeyChange: without an approver, a version signed by a
+// key not pinned for its owner is recorded as pending, and the pinned
+// version stays installed; an approval then installs it and pins the key.
+func TestApplyPendingKeyChange(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	v1 := e.publish(t, e.signer, "1.0.0", nil, none())
+	rep, err := e.sess.Apply(ctx, lockfile(1, v1), nil)
+	if err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("apply 1.0.0 = %+v, %v", rep, err)
+	}
+	other, err := hubclient.GenerateSigner()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.dave.AddKey(ctx, other.PublicKey()); err != nil {
+		t.Fatal(err)
+	}
+	v2 := e.publish(t, other, "1.1.0", nil, none())
+	rep, err = e.sess.Apply(ctx, lockfile(2, v2), nil)
+	if err != nil || len(rep.Pending) != 1 || !rep.Pending[0].KeyChange {
+		t.Fatalf("apply 1.1.0 by another key = %+v, %v", rep, err)
+	}
+	ps, _ := e.sess.Station.Store.HubPendings(ctx, "acme")
+	if len(ps) != 1 || ps[0].FromVersion != "1.0.0" || !strings.Contains(ps[0].Escalations[0], "IS SIGNED BY KEY "+other.PublicKey().ID.String()) {
+		t.Errorf("pending = %+v", ps)
+	}
+	if rec, _ := e.sess.Station.Store.Module(ctx, "dave/hello"); rec.Version != "1.0.0" {
+		t.Errorf("installed %s while the key change was pending", rec.Version)
+	}
+
+	rep, err = e.sess.Apply(ctx, lockfile(2, v2), func(p hubsync.Plan) (bool, error) { return p.KeyChange, nil })
+	if err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("approved apply = %+v, %v", rep, err)
+	}
+	keys, _ := e.sess.Station.Store.HubKeys(ctx, "dave")
+	if len(keys) != 2 {
+		t.Errorf("pinned keys after approval = %v, want both", keys)
+	}
+	if ps, _ := e.sess.Station.Store.HubPendings(ctx, "acme"); len(ps) != 0 {
+		t.Errorf("pending after approval = %+v", ps)
+	}
+}
