@@ -99,7 +99,9 @@ func lockfile(rev int64, ms ...hub.LockedModule) hub.TeamLockfile {
 	return hub.TeamLockfile{Team: "acme", Revision: rev, Lockfile: hub.Lockfile{Modules: ms, Workflows: []hub.Workflow{}}}
 }
 
-func none() hub.Permissions { return hub.Permissions{Network: []string{}, FilesystemWrites: []string{}} }
+func none() hub.Permissions {
+	return hub.Permissions{Network: []string{}, FilesystemWrites: []string{}}
+}
 
 // TestApplyRefusesMoreThanTheTeamApproved: a pinned version whose manifest
 // asks for more than the lockfile's permissions is not installed, even with
