@@ -105,14 +105,11 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 	if relay := a.hubRelay(ctx, s, log); relay != nil {
 		background = append(background, relay)
 	}
-	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs, Background: background})
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(a.io.Out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), home)
-	fmt.Fprintf(a.io.Out, "token in %s; API reference: docs/api.md\n", filepath.Join(home, daemon.StateFile))
-	if demo {
-		fmt.Fprintf(a.io.Out, `
+	ready := func() {
+		fmt.Fprintf(a.io.Out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), home)
+		fmt.Fprintf(a.io.Out, "token in %s; API reference: docs/api.md\n", filepath.Join(home, daemon.StateFile))
+		if demo {
+			fmt.Fprintf(a.io.Out, `
 In another terminal, try:
   export STATION_HOME=%s
   go run ./cmd/station run station/hello greet --input '{"name":"Ada"}'
@@ -120,8 +117,13 @@ In another terminal, try:
   go run ./cmd/station workflow run examples/workflows/invoice.yaml --input customer=cus_demo --input api_key=sk_test_demo
   go run ./cmd/station audit --denied
 `, home)
+		}
+		fmt.Fprintln(a.io.Out, "Ctrl-C stops it.")
 	}
-	fmt.Fprintln(a.io.Out, "Ctrl-C stops it.")
+	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs, Background: background, Ready: ready})
+	if err != nil {
+		return err
+	}
 	return srv.Serve(ctx, ln, 30*time.Second)
 }
 

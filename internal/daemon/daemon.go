@@ -74,6 +74,9 @@ type Options struct {
 	// runner): each starts once the API listens and gets a context that
 	// ends when the daemon stops, and Serve waits for them to return.
 	Background []func(ctx context.Context)
+	// Ready, if set, is called once the API answers and the state file is
+	// written: clients started after it find the daemon.
+	Ready func()
 }
 
 // Server is the daemon's HTTP API over one station.
@@ -83,6 +86,7 @@ type Server struct {
 	version string
 	wf      WorkflowService
 	bg      []func(context.Context)
+	ready   func()
 	token   string
 	addr    string // the listener's address, for the Host check
 	started time.Time
@@ -103,7 +107,7 @@ func New(o Options) (*Server, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("daemon: token: %w", err)
 	}
-	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background,
+	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready,
 		token: base64.RawURLEncoding.EncodeToString(b[:]), started: time.Now().UTC()}
 	s.routes()
 	return s, nil
@@ -157,6 +161,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("daemon listening", "addr", s.addr, "state", statePath)
+	if s.ready != nil {
+		s.ready()
+	}
 	bgctx, stopBackground := context.WithCancel(ctx)
 	var bg sync.WaitGroup
 	for _, f := range s.bg {
