@@ -36,7 +36,7 @@ import (
 )
 
 // TokenFile is the name, in STATION_HOME, of the file that holds the hub
-// token (mode 0600). See docs/rationale/hubclient.md, "Why is the hub token
+// token (mode 0600). See RATIONALE.md, "Why is the hub token
 // in a file and not in the database?".
 const TokenFile = "hub-token"
 

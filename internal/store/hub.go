@@ -13,7 +13,7 @@ import (
 // relay cursor, publisher keys pinned on first use, where each hub-installed
 // module came from, team memberships with the last lockfile revision
 // applied, and team changes that wait for the operator's approval. The hub
-// token itself is not in the database (docs/rationale/hubclient.md).
+// token itself is not in the database (RATIONALE.md).
 
 // HubLogin is the hub this station is logged in to.
 type HubLogin struct {
