@@ -373,3 +373,16 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestLongSyntaxErrorIsCutCleanly: a syntax error longer than the quoting
+// bound ends in "...", not in a stray quote.
+func TestLongSyntaxErrorIsCutCleanly(t *testing.T) {
+	_, err := Parse("config.yaml", []byte("network:\n  resolve: [\""+strings.Repeat("x", 300)+"\n"))
+	if err == nil {
+		t.Fatal("a broken file parsed")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "invalid YAML: ") || strings.Contains(msg, `"..`) || strings.Contains(msg, `\"`) {
+		t.Errorf("syntax error %q: want it unquoted, cut with ...", msg)
+	}
+}

@@ -52,8 +52,13 @@ type decoder struct {
 var style = yamlx.Style{
 	Doc: "config.yaml",
 	Syntax: func(msg string, _ []byte) string {
-		q := quote(msg)
-		return "invalid YAML: " + q[1:len(q)-1]
+		// Quote escapes control bytes and bounds the length; the quotes
+		// themselves are not wanted here. A cut message ends in "...".
+		q := strings.TrimSuffix(quote(msg), `"`)
+		if strings.HasSuffix(q, `"...`) {
+			q = strings.TrimSuffix(q, `"...`) + "..."
+		}
+		return "invalid YAML: " + strings.TrimPrefix(q, `"`)
 	},
 	ParseSize:      manifest.ParseSize,
 	FormatSize:     manifest.FormatSize,

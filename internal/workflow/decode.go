@@ -34,7 +34,6 @@ var style = yamlx.Style{
 	MaxProblems:    maxErrors,
 	ListFields:     true,
 	PlainMergeKeys: true,
-	RawNames:       true,
 	PlainTypes:     true,
 }
 

@@ -195,3 +195,17 @@ func TestExamplesParse(t *testing.T) {
 		}
 	}
 }
+
+// TestControlBytesInTagsAreEscaped: a tag spelled with a %-escape of a
+// control byte cannot put that byte into an error message (a terminal).
+func TestControlBytesInTagsAreEscaped(t *testing.T) {
+	_, err := Parse("w.yaml", []byte("steps:\n  - id: a\n    uses: !<tag:x,2000:%01%1b[31m> station/hello greet\n"))
+	if err == nil {
+		t.Fatal("a tagged uses parsed")
+	}
+	for _, r := range err.Error() {
+		if r < 0x20 && r != '\n' {
+			t.Fatalf("error %q carries control byte %#x", err, r)
+		}
+	}
+}
