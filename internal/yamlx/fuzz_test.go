@@ -25,7 +25,7 @@ func FuzzDecode(f *testing.F) {
 	precise.MaxProblems = 20
 	precise.Syntax = func(msg string, _ []byte) string { return Printable(msg) }
 	loose := Style{Doc: "x", ParseSize: parseKiB, FormatSize: formatKiB,
-		ListFields: true, PlainMergeKeys: true, RawNames: true, PlainTypes: true, BasicTypes: true, NoQuoteHint: true}
+		ListFields: true, PlainMergeKeys: true, PlainTypes: true, BasicTypes: true, NoQuoteHint: true}
 	f.Fuzz(func(t *testing.T, in string) {
 		if len(in) > 1<<16 {
 			return
@@ -45,9 +45,6 @@ func FuzzDecode(f *testing.F) {
 					if q := problems[i-1]; q.Line > p.Line || (q.Line == p.Line && q.Column > p.Column) {
 						t.Errorf("%q: problems out of order: %d:%d before %d:%d", in, q.Line, q.Column, p.Line, p.Column)
 					}
-				}
-				if s.RawNames {
-					continue
 				}
 				msg := p.Error()
 				if !utf8.ValidString(msg) || strings.ContainsFunc(msg, func(r rune) bool { return !unicode.IsPrint(r) && r != ' ' }) {

@@ -91,9 +91,6 @@ type Style struct {
 	// PlainMergeKeys reports a merge key ("<<") as a key that is not a
 	// field name, rather than as a merge key.
 	PlainMergeKeys bool
-	// RawNames repeats anchor names, alias names and tags in messages as
-	// written, without escaping them.
-	RawNames bool
 	// PlainTypes describes a tagged mapping or list as "a mapping" or "a
 	// list", without naming its tag.
 	PlainTypes bool
@@ -223,10 +220,6 @@ func Printable(s string) string {
 	return s
 }
 
-// name renders a name or tag from the document for a message.
-func (d *Decoder) name(s string) string {
-	if d.style.RawNames {
-		return s
-	}
-	return Printable(s)
-}
+// name renders a name or tag from the document for a message: escaped, so
+// that no document can put control bytes into a terminal.
+func (d *Decoder) name(s string) string { return Printable(s) }
