@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -190,5 +192,44 @@ func TestApplyPendingKeyChange(t *testing.T) {
 	}
 	if ps, _ := e.sess.Station.Store.HubPendings(ctx, "acme"); len(ps) != 0 {
 		t.Errorf("pending after approval = %+v", ps)
+	}
+}
+
+// TestApplyDoesNotSilentlyReplaceALocalModule: a module the operator
+// installed from a directory is not replaced by a hub version of the same
+// id — whoever holds that name on the hub — even when the version asks for
+// nothing beyond what was approved: its code is not the code the operator
+// approved. Without an approver the change waits as pending.
+func TestApplyDoesNotSilentlyReplaceALocalModule(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	dir := t.TempDir()
+	m := "id: dave/hello\nversion: \"1.0.0\"\nwasm: module.wasm\ncommands:\n  - name: greet\nrequires:\n  network:\n    allow: [api.stripe.com]\n"
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(m), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "module.wasm"), wasmbuild.ForTest(t, "examples/hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	local, err := e.sess.Station.Install(ctx, dir, func(station.Plan) (bool, error) { return true, nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	perms := none()
+	perms.Network = []string{"api.stripe.com"}
+	lm := e.publish(t, e.signer, "1.1.0", []string{"api.stripe.com"}, perms)
+	rep, err := e.sess.Apply(ctx, lockfile(1, lm), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Installed) != 0 || len(rep.Pending) != 1 {
+		t.Fatalf("apply over a local module: installed %+v, pending %+v, failed %v", rep.Installed, rep.Pending, rep.Failed)
+	}
+	if got := strings.Join(rep.Pending[0].Differences(), "; "); !strings.Contains(got, "not installed from "+e.h.URL) {
+		t.Errorf("differences = %q, want the origin named", got)
+	}
+	if rec, _ := e.sess.Station.Store.Module(ctx, "dave/hello"); rec.Digest != local.Digest || rec.Version != "1.0.0" {
+		t.Errorf("the local module was replaced by %s (%s)", rec.Version, rec.Digest)
 	}
 }

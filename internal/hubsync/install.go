@@ -50,15 +50,23 @@ type Plan struct {
 	Key        hub.PublicKey
 	KeyChange  bool
 	PinnedKeys []string
+	// OriginChange is set when the installed version did not come from
+	// this hub (a local install, or another hub): the hub's version is
+	// other code under the same id, whatever it asks for.
+	OriginChange bool
 }
 
 // NeedsApproval reports whether the plan asks the operator for something
-// new: a permission not approved, or a publisher key not pinned.
-func (p Plan) NeedsApproval() bool { return len(p.Escalations) > 0 || p.KeyChange }
+// new: a permission not approved, a publisher key not pinned, or code from
+// the hub in place of a module installed from elsewhere.
+func (p Plan) NeedsApproval() bool { return len(p.Escalations) > 0 || p.KeyChange || p.OriginChange }
 
 // Differences are the plan's escalations and key change in plain words.
 func (p Plan) Differences() []string {
 	out := append([]string(nil), p.Escalations...)
+	if p.OriginChange && p.Plan.Replaces != nil {
+		out = append(out, fmt.Sprintf("REPLACES %s@%s, which was not installed from %s", p.Plan.Replaces.ID, p.Plan.Replaces.Version, p.Hub))
+	}
 	if p.KeyChange {
 		out = append(out, fmt.Sprintf("IS SIGNED BY KEY %s, which is not the key pinned for %s (%s)", p.Key.ID, owner(p.Version.Module), strings.Join(p.PinnedKeys, ", ")))
 	}
@@ -154,6 +162,11 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 		}
 		approved = p
 		plan.Approved = &p
+		o, err := st.Store.HubOrigin(ctx, req.ID)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return res, err
+		}
+		plan.OriginChange = err != nil || o.HubURL != s.Login.URL || o.WasmDigest != current.Digest
 	}
 
 	dir, err := os.MkdirTemp(st.Home, ".hub-install-*")
