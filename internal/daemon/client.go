@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,8 +31,9 @@ type Client struct {
 
 // Dial finds the daemon serving home through its state file and checks that
 // it answers. It returns ErrNotRunning (wrapped) when there is no state file
-// or the daemon it names does not answer with its token — a daemon that
-// died without cleaning up.
+// or the daemon it names does not answer with its token and instance id — a
+// daemon that died without cleaning up, and maybe another user's program on
+// its port.
 func Dial(ctx context.Context, home string) (*Client, error) {
 	st, err := readState(filepath.Join(home, StateFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -43,8 +45,13 @@ func Dial(ctx context.Context, home string) (*Client, error) {
 	c := NewClient(st.Addr, st.Token)
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	if _, err := c.Health(hctx); err != nil {
+	h, err := c.Health(hctx)
+	if err != nil {
 		return nil, fmt.Errorf("%w (the state file names %s, which does not answer: %v)", ErrNotRunning, st.Addr, err)
+	}
+	if st.Instance == "" || subtle.ConstantTimeCompare([]byte(h.Instance), []byte(st.Instance)) != 1 {
+		c.Close()
+		return nil, fmt.Errorf("%w (the program on %s is not the daemon that wrote the state file; a stale file, or another user's program)", ErrNotRunning, st.Addr)
 	}
 	return c, nil
 }

@@ -57,6 +57,10 @@ type State struct {
 	PID     int       `json:"pid"`
 	Started time.Time `json:"started"`
 	Version string    `json:"version"`
+	// Instance is a random id of the daemon process that /v1/health
+	// echoes: a client that finds another program on Addr (the daemon died
+	// without removing this file) refuses it.
+	Instance string `json:"instance"`
 }
 
 // Options configure a Server.
@@ -88,6 +92,7 @@ type Server struct {
 	bg      []func(context.Context)
 	ready   func()
 	token   string
+	inst    string // State.Instance
 	addr    string // the listener's address, for the Host check
 	started time.Time
 	mux     *http.ServeMux
@@ -103,12 +108,12 @@ func New(o Options) (*Server, error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	var b [32]byte
+	var b [48]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("daemon: token: %w", err)
 	}
 	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready,
-		token: base64.RawURLEncoding.EncodeToString(b[:]), started: time.Now().UTC()}
+		token: base64.RawURLEncoding.EncodeToString(b[:32]), inst: base64.RawURLEncoding.EncodeToString(b[32:]), started: time.Now().UTC()}
 	s.routes()
 	return s, nil
 }
@@ -145,7 +150,7 @@ func Listen(addr string) (net.Listener, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration) error {
 	s.addr = ln.Addr().String()
 	statePath := filepath.Join(s.st.Home, StateFile)
-	if err := writeState(statePath, State{Addr: s.addr, Token: s.token, PID: os.Getpid(), Started: s.started, Version: s.version}); err != nil {
+	if err := writeState(statePath, State{Addr: s.addr, Token: s.token, PID: os.Getpid(), Started: s.started, Version: s.version, Instance: s.inst}); err != nil {
 		ln.Close()
 		return err
 	}
@@ -328,11 +333,12 @@ type Health struct {
 	PID        int       `json:"pid"`
 	Started    time.Time `json:"started"`
 	Home       string    `json:"home"`
-	Loaded     []string  `json:"loaded"` // modules warm in this daemon
+	Loaded     []string  `json:"loaded"`   // modules warm in this daemon
+	Instance   string    `json:"instance"` // State.Instance
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {
-	writeJSON(w, http.StatusOK, Health{APIVersion: APIVersion, Version: s.version, PID: os.Getpid(), Started: s.started, Home: s.st.Home, Loaded: s.st.Host.Modules()})
+	writeJSON(w, http.StatusOK, Health{APIVersion: APIVersion, Version: s.version, PID: os.Getpid(), Started: s.started, Home: s.st.Home, Loaded: s.st.Host.Modules(), Instance: s.inst})
 }
 
 // Module is one installed module as the API shows it.

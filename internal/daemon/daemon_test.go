@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -305,6 +306,43 @@ func TestStateFile(t *testing.T) {
 	}
 	if _, err := Dial(context.Background(), t.TempDir()); !errors.Is(err, ErrNotRunning) {
 		t.Errorf("Dial without a state file: %v, want ErrNotRunning", err)
+	}
+}
+
+// TestDialRefusesAnImpostor: after a daemon died without removing its
+// state file (a crash, a reboot), another local user may listen on the
+// address it names. The client must not take that listener for the daemon
+// — it would send it every run's input and workflow, and show its answers —
+// because it cannot echo the instance id only the state file holds.
+func TestDialRefusesAnImpostor(t *testing.T) {
+	var mu sync.Mutex
+	var paths []string
+	impostor := httptest.NewServer(http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		paths = append(paths, r.Method+" "+r.URL.Path)
+		mu.Unlock()
+		rw.Header().Set("Content-Type", "application/json")
+		io.WriteString(rw, `{"api_version":1,"version":"test","pid":4242,"output":{}}`)
+	}))
+	defer impostor.Close()
+	home := t.TempDir()
+	st := State{Addr: impostor.Listener.Addr().String(), Token: "dead-daemon-token", PID: 4242, Instance: "the-dead-daemons-instance"}
+	if err := writeState(filepath.Join(home, StateFile), st); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Dial(context.Background(), home)
+	if err == nil {
+		c.Close()
+	}
+	if !errors.Is(err, ErrNotRunning) {
+		t.Fatalf("Dial to an impostor on the state file's address: %v, want ErrNotRunning", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		if p != "GET /v1/health" {
+			t.Errorf("the impostor was sent %s", p)
+		}
 	}
 }
 
