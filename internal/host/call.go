@@ -178,8 +178,9 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		inH = st.newBuf(input)
 	}
 	cctx := context.WithValue(ctx, instKey{}, inst)
-	stack := [2]uint64{uint64(cmdH), uint64(inH)}
-	callErr := inst.fn.CallWithStack(cctx, stack[:])
+	stack := inst.stack[:] // the instance's own: no allocation per call
+	stack[0], stack[1] = uint64(cmdH), uint64(inH)
+	callErr := inst.fn.CallWithStack(cctx, stack)
 
 	var out []byte
 	var err error

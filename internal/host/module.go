@@ -299,6 +299,9 @@ type instance struct {
 	// sleepCtx ends WASI sleeps: the instantiation's context while the
 	// start function runs, then each call's.
 	sleepCtx context.Context
+	// stack holds station_call's parameters and result (calls on an
+	// instance never overlap).
+	stack [2]uint64
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
