@@ -25,6 +25,7 @@ func TestPaths(t *testing.T) {
 		{"station-rawjson", func(t *testing.T) ([]byte, error) { return sharedStation(t).Run(ctx, greetID, "greet-raw", in) }},
 		{"station-fresh", func(t *testing.T) ([]byte, error) { return sharedStation(t).Run(ctx, freshID, "greet", in) }},
 		{"station-run-process", func(t *testing.T) ([]byte, error) { return stationRun(t)() }},
+		{"daemon", func(t *testing.T) ([]byte, error) { return startDaemon(t).Run(ctx, greetID, "greet", in, "") }},
 		{"extism", func(t *testing.T) ([]byte, error) {
 			_, out, err := extismPlugin(t, 30*time.Second).CallWithContext(ctx, "greet", in)
 			return out, err

@@ -14,6 +14,7 @@ import (
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/bench/greet"
+	"github.com/station-dev/station/internal/daemon"
 	"github.com/station-dev/station/sdk"
 )
 
@@ -107,6 +108,17 @@ func BenchmarkCall(b *testing.B) {
 		}
 	})
 	b.Run("daemon", benchDaemon)
+	b.Run("station-run-process-daemon", func(b *testing.B) {
+		// `station run` while `station serve` runs: the process hands the
+		// call to the daemon, whose module is warm.
+		run := stationRun(b)
+		startDaemon(b)
+		run()
+		for b.Loop() {
+			out, err := run()
+			check(b, out, err)
+		}
+	})
 	b.Run("extism", func(b *testing.B) {
 		// The Extism Go SDK, one warm plug-in instance, with a deadline
 		// (manifest timeout) as the station has.
@@ -137,11 +149,50 @@ func stationRun(tb testing.TB) func() ([]byte, error) {
 	}
 }
 
-// benchDaemon is where the call through the daemon API goes once the daemon
-// exists: a request to a daemon on 127.0.0.1 that dispatches greet to
-// greetID and returns its result.
+// benchDaemon is the call through the daemon API (`station serve`): the
+// daemon's client sends a run request over a kept-alive loopback connection,
+// the daemon checks it and dispatches greet to the shared station.
 func benchDaemon(b *testing.B) {
-	b.Skip("the daemon API does not exist yet")
+	c := startDaemon(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out, err := c.Run(ctx, greetID, "greet", in, "")
+		check(b, out, err)
+	}
+}
+
+// startDaemon serves the shared station's API on 127.0.0.1 until tb ends.
+// While it runs, `station run` on the shared home goes through it.
+func startDaemon(tb testing.TB) *daemon.Client {
+	tb.Helper()
+	ready := make(chan struct{})
+	srv, err := daemon.New(daemon.Options{Station: sharedStation(tb), Ready: func() { close(ready) }})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ln, err := daemon.Listen("127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, 5*time.Second) }()
+	select {
+	case <-ready:
+	case err := <-done:
+		cancel()
+		tb.Fatal(err)
+	}
+	c := daemon.NewClient(ln.Addr().String(), srv.Token())
+	tb.Cleanup(func() {
+		c.Close()
+		cancel()
+		if err := <-done; err != nil { // and the state file is gone
+			tb.Error(err)
+		}
+	})
+	return c
 }
 
 // rawHost is the least a host can link for the station guest to run: a
