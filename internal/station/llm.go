@@ -139,16 +139,24 @@ func (b *llmBroker) complete(ctx context.Context, g host.LLMGrant, req llm.Reque
 			}
 			return nil, deny(reason)
 		}
-		// The completion may use at most what is left of the budget. A
-		// request with no bound gets BudgetedMaxTokens: sending the whole
-		// remaining budget would exceed what models accept as max_tokens.
+		// The prompt counts too: estimated before the call, it must fit in
+		// what is left, and it is reserved with the completion.
+		prompt := int64(estimateUsage(req, "").PromptTokens)
+		if prompt >= left {
+			b.mu.Unlock()
+			return nil, deny(fmt.Sprintf("sends a prompt of about %d tokens; %d of its %d tokens in the last 24 hours are left (requires.llm.budget_tokens_per_day)", prompt, left, g.BudgetTokensPerDay))
+		}
+		// The completion may use at most what the prompt leaves of the
+		// budget. A request with no bound gets BudgetedMaxTokens: sending
+		// the whole remaining budget would exceed what models accept as
+		// max_tokens.
 		if req.MaxTokens == 0 {
 			req.MaxTokens = BudgetedMaxTokens
 		}
-		if int64(req.MaxTokens) > left {
-			req.MaxTokens = int(left)
+		if int64(req.MaxTokens) > left-prompt {
+			req.MaxTokens = int(left - prompt)
 		}
-		reserved = int64(req.MaxTokens)
+		reserved = prompt + int64(req.MaxTokens)
 		b.reserved[g.Module] += reserved
 		b.mu.Unlock()
 		defer func() {

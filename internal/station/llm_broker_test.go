@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -84,8 +85,8 @@ func TestBrokerEstimatesMissingUsage(t *testing.T) {
 	if got.Model != "" {
 		t.Errorf("the request's model %q reached the provider; the station's model applies", got.Model)
 	}
-	if got.MaxTokens != 1000 {
-		t.Errorf("max_tokens %d, want what is left of the budget (1000)", got.MaxTokens)
+	if got.MaxTokens != 996 {
+		t.Errorf("max_tokens %d, want what the prompt leaves of the budget (996)", got.MaxTokens)
 	}
 	if want := (llm.Usage{PromptTokens: 4, CompletionTokens: 11, TotalTokens: 15}); resp.Usage != want {
 		t.Errorf("usage %+v, want the estimate %+v", resp.Usage, want)
@@ -117,7 +118,7 @@ func TestBrokerMaxTokens(t *testing.T) {
 		{500, 0, 200, 200},                   // below the cap: as asked
 		{0, 1_000_000, 0, BudgetedMaxTokens}, // a budget and no cap: bounded
 		{0, 1_000_000, 10000, 10000},         // a budget, asked explicitly
-		{0, 100, 0, 100},                     // what is left
+		{0, 100, 0, 99},                      // what the prompt leaves
 		{8000, 1_000_000, 0, 8000},           // the cap, above BudgetedMaxTokens
 	}
 	for i, tt := range tests {
@@ -174,6 +175,75 @@ func TestBrokerProviderFailure(t *testing.T) {
 	}
 	if len(b.reserved) != 0 {
 		t.Errorf("reservations left behind: %v", b.reserved)
+	}
+}
+
+// TestBrokerBudgetCountsThePrompt: the budget counts prompt tokens too, so a
+// module cannot spend far past it by sending huge prompts — one at a time
+// when a little is left, or many at once while each reserves only its
+// completion. A prompt larger than what is left is refused before the
+// provider is asked, and calls in flight reserve their prompts.
+func TestBrokerBudgetCountsThePrompt(t *testing.T) {
+	release := make(chan struct{})
+	started := make(chan struct{}, 8)
+	var mu sync.Mutex
+	var sent int
+	var block atomic.Bool
+	b, _, _ := newBroker(t, completerFunc(func(_ context.Context, r llm.Request) (*llm.Response, error) {
+		mu.Lock()
+		sent += len(r.Messages[0].Content)
+		mu.Unlock()
+		if block.Load() {
+			started <- struct{}{}
+			<-release
+		}
+		return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: (len(r.Messages[0].Content) + 3) / 4, CompletionTokens: 1}}, nil
+	}))
+	g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, MaxTokensPerCall: 10, BudgetTokensPerDay: 1000}}
+	ask := func(promptBytes int) error {
+		_, err := b.complete(context.Background(), g, llm.Request{Messages: []llm.Message{{Role: "user", Content: strings.Repeat("y", promptBytes)}}})
+		return err
+	}
+
+	// One prompt of about 100000 tokens against a budget of 1000.
+	var v *sandbox.Violation
+	if err := ask(400_000); !errors.As(err, &v) || !strings.Contains(v.Reason, "prompt") {
+		t.Errorf("a 100000-token prompt with 1000 tokens left: %v, want refused", err)
+	}
+	if sent != 0 {
+		t.Errorf("the provider was sent a prompt of %d bytes", sent)
+	}
+
+	// Two prompts of about 600 tokens at once (from a module with its
+	// budget untouched): the second does not fit beside the first.
+	g.Module = "c/d"
+	mu.Lock()
+	sent = 0
+	mu.Unlock()
+	block.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- ask(2400) }()
+	select {
+	case <-started:
+	case err := <-first:
+		t.Fatalf("the first 600-token prompt: %v", err)
+	}
+	second := make(chan error, 1)
+	go func() { second <- ask(2400) }()
+	select {
+	case err := <-second:
+		if !errors.As(err, &v) {
+			t.Errorf("a second 600-token prompt while the first is in flight: %v, want refused", err)
+		}
+	case <-started:
+		t.Errorf("a second 600-token prompt was sent while the first was in flight")
+	}
+	close(release)
+	if err := <-first; err != nil {
+		t.Errorf("the first call: %v", err)
+	}
+	if sent > 2400 {
+		t.Errorf("the provider was sent %d prompt bytes at once (about %d tokens) against a budget of 1000", sent, sent/4)
 	}
 }
 

@@ -254,13 +254,13 @@ func TestLLMKeyNeverReachesModule(t *testing.T) {
 
 // (e) max_tokens_per_call and budget_tokens_per_day: a request over the
 // per-call cap is refused; a request with no max_tokens is sent with the
-// cap; the last call before the budget runs out is cut to what is left;
-// then requests are refused with a clear reason, audited, and still after a
-// restart; another module's budget is its own.
+// cap; the last call before the budget runs out is cut to what its prompt
+// leaves; then requests are refused with a clear reason, audited, and still
+// after a restart; another module's budget is its own.
 func TestLLMBudget(t *testing.T) {
 	e, srv := newLLMEnv(t, "")
-	e.install(llmSpec(llmMod, "{max_tokens_per_call: 5, budget_tokens_per_day: 17}"), probe.Wasm(t, probe.LLMTag))
-	ask := probe.Ask("one two three") // 3 prompt tokens; the echo is 4 completion tokens
+	e.install(llmSpec(llmMod, "{max_tokens_per_call: 5, budget_tokens_per_day: 20}"), probe.Wasm(t, probe.LLMTag))
+	ask := probe.Ask("one two three") // 3 prompt tokens (estimated 4); the echo is 4 completion tokens
 	res := e.mustProbe(llmMod, ask.WithMaxTokens(6), ask, ask, ask, ask)
 	if r := res[0]; r.OK || r.Error.Code != "denied" || r.Error.Capability != "llm" ||
 		r.Error.Reason != "asks for 6 completion tokens; the module may ask for at most 5 per call (requires.llm.max_tokens_per_call)" {
@@ -269,13 +269,13 @@ func TestLLMBudget(t *testing.T) {
 	for i, want := range []probe.LLMResult{
 		{Model: llmtest.DefaultModel, Content: "echo: one two three", FinishReason: "stop", PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
 		{Model: llmtest.DefaultModel, Content: "echo: one two three", FinishReason: "stop", PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7},
-		{Model: llmtest.DefaultModel, Content: "echo: one two", FinishReason: "length", PromptTokens: 3, CompletionTokens: 3, TotalTokens: 6},
+		{Model: llmtest.DefaultModel, Content: "echo: one", FinishReason: "length", PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5},
 	} {
 		if r := res[i+1]; !r.OK || *r.LLM != want {
 			t.Errorf("call %d: %+v (error %+v), want %+v", i+1, r.LLM, r.Error, want)
 		}
 	}
-	wantReason := "has used its budget: 20 of 17 tokens in the last 24 hours (requires.llm.budget_tokens_per_day); it frees up as that usage ages"
+	wantReason := "sends a prompt of about 4 tokens; 1 of its 20 tokens in the last 24 hours are left (requires.llm.budget_tokens_per_day)"
 	if r := res[4]; r.OK || r.Error.Code != "denied" || r.Error.Capability != "llm" || r.Error.Reason != wantReason {
 		t.Errorf("over the budget: %+v, want reason %q", r.Error, wantReason)
 	}
@@ -283,8 +283,8 @@ func TestLLMBudget(t *testing.T) {
 	for _, r := range srv.Requests() {
 		maxTokens = append(maxTokens, r.Chat.MaxTokens)
 	}
-	if fmt.Sprint(maxTokens) != "[5 5 3]" {
-		t.Errorf("max_tokens sent = %v, want [5 5 3] (the cap, then what is left of the budget)", maxTokens)
+	if fmt.Sprint(maxTokens) != "[5 5 2]" {
+		t.Errorf("max_tokens sent = %v, want [5 5 2] (the cap, then what the prompt leaves of the budget)", maxTokens)
 	}
 	decs := llmDecisions(e, store.AuditFilter{Module: llmMod})
 	var allowed, denied []string
@@ -295,7 +295,7 @@ func TestLLMBudget(t *testing.T) {
 			denied = append(denied, d.Reason)
 		}
 	}
-	if want := []string{"3 prompt + 4 completion tokens; 7 of 17 in the last 24 hours", "3 prompt + 4 completion tokens; 14 of 17 in the last 24 hours", "3 prompt + 3 completion tokens; 20 of 17 in the last 24 hours"}; fmt.Sprint(allowed) != fmt.Sprint(want) {
+	if want := []string{"3 prompt + 4 completion tokens; 7 of 20 in the last 24 hours", "3 prompt + 4 completion tokens; 14 of 20 in the last 24 hours", "3 prompt + 2 completion tokens; 19 of 20 in the last 24 hours"}; fmt.Sprint(allowed) != fmt.Sprint(want) {
 		t.Errorf("allowed decisions %q, want %q", allowed, want)
 	}
 	if len(denied) != 2 || denied[1] != wantReason {
@@ -318,8 +318,8 @@ func TestLLMBudget(t *testing.T) {
 }
 
 // Concurrent calls of one module cannot together spend more completion
-// tokens than its budget; prompts can overshoot by at most one prompt per
-// call in flight.
+// tokens than its budget; prompts are reserved by their estimate, so they
+// overshoot by at most its error.
 func TestLLMBudgetConcurrent(t *testing.T) {
 	e, _ := newLLMEnv(t, "")
 	spec := llmSpec(llmMod, "{max_tokens_per_call: 3, budget_tokens_per_day: 30}")
