@@ -229,6 +229,10 @@ func (c *Client) Fetch(ctx context.Context, id, version string, o FetchOptions) 
 	refuse := func(code hub.Code, format string, args ...any) error {
 		return &VerifyError{Module: id, Version: version, Err: hub.Errorf(code, format, args...)}
 	}
+	if v.Module != id || v.Version != version {
+		// What the station shows the operator comes from this record.
+		return nil, refuse(hub.CodeBundleInvalid, "the hub's record is of %q@%q", v.Module, v.Version)
+	}
 	if o.Pin != nil && (o.Pin.ManifestDigest != v.ManifestDigest || o.Pin.WasmDigest != v.WasmDigest) {
 		return nil, refuse(hub.CodeDigestMismatch, "the hub lists manifest %s, wasm %s; the pin is manifest %s, wasm %s", v.ManifestDigest, v.WasmDigest, o.Pin.ManifestDigest, o.Pin.WasmDigest)
 	}

@@ -109,6 +109,8 @@ func TestFetchRefusesTampering(t *testing.T) {
 			return out
 		}}, hubclient.FetchOptions{}, hub.CodeBundleInvalid, "served dave/x@1.0.0 instead"},
 		{"listed digest is not the bundle's", "1.0.0", map[string]func([]byte) []byte{"/versions/1.0.0": editJSON(func(v *hub.Version) { v.WasmDigest = hub.Digest([]byte("other")) })}, hubclient.FetchOptions{}, hub.CodeDigestMismatch, "wasm digest"},
+		{"listed version names another module", "1.0.0", map[string]func([]byte) []byte{"/versions/1.0.0": editJSON(func(v *hub.Version) { v.Module = "\x1b[3A\x1b[Jtrusted/tool" })}, hubclient.FetchOptions{}, hub.CodeBundleInvalid, "the hub's record"},
+		{"listed version is another version", "1.0.0", map[string]func([]byte) []byte{"/versions/1.0.0": editJSON(func(v *hub.Version) { v.Version = "9.9.9" })}, hubclient.FetchOptions{}, hub.CodeBundleInvalid, "the hub's record"},
 		{"listed size is not the bundle's", "1.0.0", map[string]func([]byte) []byte{"/versions/1.0.0": editJSON(func(v *hub.Version) { v.WasmSize++ })}, hubclient.FetchOptions{}, hub.CodeDigestMismatch, "bytes"},
 		{"pin differs", "1.0.0", nil, hubclient.FetchOptions{Pin: &hubclient.Pin{ManifestDigest: v100.ManifestDigest, WasmDigest: hub.Digest([]byte("pinned"))}}, hub.CodeDigestMismatch, "the pin is"},
 		{"re-signed by the hub with a key it lists, keys pinned", "1.0.0", map[string]func([]byte) []byte{
