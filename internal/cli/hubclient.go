@@ -12,6 +12,7 @@ import (
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
+	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 )
 
@@ -99,7 +100,7 @@ func printHubPlan(w io.Writer, p hubsync.Plan) {
 	owner, _, _ := strings.Cut(p.Version.Module, "/")
 	fmt.Fprintf(w, "  signed by key %s of %s (signature and digests verified)\n", p.Key.ID, owner)
 	if p.Version.Yanked {
-		fmt.Fprintf(w, "  YANKED by its publisher: %s\n", p.Version.YankReason)
+		fmt.Fprintf(w, "  YANKED by its publisher: %s\n", sandbox.SanitizeLimit(p.Version.YankReason, 1024))
 	}
 	diff := p.Differences()
 	switch {
