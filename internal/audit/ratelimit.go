@@ -12,7 +12,9 @@ import (
 )
 
 // The audit rate limit: each module may have DefaultBurst decisions stored
-// one by one at once, refilled at DefaultRate per second. Past that, its
+// one by one at once, refilled at DefaultRate per second, for its allowed
+// decisions and again for its denials (so that a module cannot spend its
+// allowance on allowed decisions to have a denial only counted). Past that, its
 // decisions are counted, not stored, and the counts are stored as summary
 // decisions — so a module looping on denied requests cannot fill the disk or
 // bury other modules' records, and the log still says exactly how many
@@ -38,7 +40,14 @@ type suppressed struct {
 	trace       string
 }
 
-// bucket is one module's allowance.
+// bucketKey names an allowance: a module's allowed decisions, or its
+// denials.
+type bucketKey struct {
+	module  string
+	allowed bool
+}
+
+// bucket is one allowance of a module.
 type bucket struct {
 	tokens float64
 	last   time.Time // when tokens was last refilled
@@ -53,11 +62,11 @@ type rateLimiter struct {
 	now         func() time.Time
 
 	mu      sync.Mutex
-	modules map[string]*bucket
+	modules map[bucketKey]*bucket
 }
 
 func newRateLimiter(rate, burst float64, now func() time.Time) *rateLimiter {
-	return &rateLimiter{rate: rate, burst: burst, now: now, modules: map[string]*bucket{}}
+	return &rateLimiter{rate: rate, burst: burst, now: now, modules: map[bucketKey]*bucket{}}
 }
 
 // admit reports whether d is to be stored, and returns the summaries that
@@ -66,10 +75,11 @@ func (r *rateLimiter) admit(d sandbox.Decision) (store bool, summaries []sandbox
 	now := r.now()
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	b := r.modules[d.Module]
+	key := bucketKey{d.Module, d.Allowed}
+	b := r.modules[key]
 	if b == nil {
 		b = &bucket{tokens: r.burst, last: now}
-		r.modules[d.Module] = b
+		r.modules[key] = b
 	}
 	if dt := now.Sub(b.last).Seconds(); dt > 0 {
 		b.tokens = min(r.burst, b.tokens+dt*r.rate)
@@ -111,8 +121,8 @@ func (r *rateLimiter) flush() []sandbox.Decision {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []sandbox.Decision
-	for m, b := range r.modules {
-		out = append(out, b.summaries(m, now)...)
+	for k, b := range r.modules {
+		out = append(out, b.summaries(k.module, now)...)
 	}
 	return out
 }

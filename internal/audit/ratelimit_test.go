@@ -92,6 +92,35 @@ func TestRateLimitAccountsForEveryDecision(t *testing.T) {
 	}
 }
 
+// TestRateLimitAllowedFloodDoesNotHideADenial: a module cannot spend its
+// allowance on decisions it is allowed (reading its own files in a loop)
+// so that the denial it then provokes is only counted, its target never
+// recorded: denials have an allowance of their own.
+func TestRateLimitAllowedFloodDoesNotHideADenial(t *testing.T) {
+	fs := &fakeStore{}
+	w := newWriter(fs, nil)
+	clk := &clock{t: time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)}
+	w.rate = newRateLimiter(10, 100, clk.now)
+	for range 1000 {
+		w.Record(sandbox.Decision{Time: clk.now(), Module: "atk/noisy", Capability: sandbox.Filesystem, Target: "/data/own.txt", Allowed: true, Reason: "matches /data/**"})
+	}
+	w.Record(sandbox.Decision{Time: clk.now(), Module: "atk/noisy", Capability: sandbox.Network, Target: "exfil.example:443", Reason: "not in its allowlist"})
+	if err := w.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range fs.stored() {
+		found = found || (!d.Allowed && d.Target == "exfil.example:443")
+	}
+	if !found {
+		t.Error("the denial of exfil.example:443 was not recorded one by one")
+	}
+	single, summarized := account(t, fs.stored())
+	if single["atk/noisy"]+summarized["atk/noisy"] != 1001 {
+		t.Errorf("%d stored one by one, %d summarized; want 1001 in all", single["atk/noisy"], summarized["atk/noisy"])
+	}
+}
+
 // TestRateLimitSummaryIsNotHeldForever: a module that stays over its rate
 // still gets a summary stored every summaryEvery, without a Flush.
 func TestRateLimitSummaryIsNotHeldForever(t *testing.T) {
