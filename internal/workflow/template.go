@@ -44,8 +44,9 @@ const (
 // compute the same values as the one that stopped).
 var disabled = []string{"now", "date", "timezone"}
 
-// budget counts one evaluation's predicate bodies.
-type budget struct{ ticks int }
+// budget counts one evaluation's predicate bodies and the bytes it builds
+// (bounds.go).
+type budget struct{ ticks, built int }
 
 var errBudget = fmt.Errorf("expression ran too long (more than %d loop iterations)", maxTicks)
 
@@ -142,6 +143,12 @@ func compileExpr(src string) (*Expr, error) {
 		expr.Function(tickFunc, tick, new(func(*budget) any)),
 		expr.Patch(r), // runs first: sees the expression as written
 		expr.Patch(bound{}),
+		expr.Patch(growth{}),
+		expr.Function("__add", add),
+		expr.Function("__replace", replaceBounded),
+		expr.Function("__join", joinBounded),
+		expr.Function("__toJSON", toJSONBounded),
+		expr.Function("__string", stringBounded),
 	}
 	for _, name := range disabled {
 		opts = append(opts, expr.DisableBuiltin(name))
@@ -217,7 +224,8 @@ func (e *Env) vars() map[string]any {
 // eval runs the expression in vars.
 func (x *Expr) eval(vars map[string]any) (any, error) {
 	vars[budgetVar] = &budget{}
-	v, err := expr.Run(x.prog, vars)
+	m := vm.VM{MemoryBudget: memoryBudget}
+	v, err := m.Run(x.prog, vars)
 	if err != nil {
 		return nil, fmt.Errorf("${{ %s }}: %w", x.Source, exprError(err))
 	}
@@ -337,6 +345,9 @@ func toText(v any) (string, error) {
 
 // toJSON encodes a rendered value.
 func toJSON(v any) ([]byte, error) {
+	if _, ok := size(v, MaxValue); !ok {
+		return nil, fmt.Errorf("the value is larger than %d bytes", MaxValue)
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -154,3 +154,61 @@ func TestConditions(t *testing.T) {
 		t.Error("a condition with text around ${{ }} was accepted")
 	}
 }
+
+// TestExpressionGrowthIsBounded: the operations that build values larger
+// than their inputs (+, replace, join, toJSON, string, and rendering a value
+// of shared references) are charged before they run, so an expression that
+// doubles a string or multiplies a module's output fails with an error
+// instead of taking the station's memory. Each case builds a few hundred
+// megabytes without the bound: enough to fail, not enough to kill the test.
+func TestExpressionGrowthIsBounded(t *testing.T) {
+	env := &Env{Inputs: map[string]any{
+		"a500": strings.Repeat("a", 500),
+		"kb":   strings.Repeat("k", 1024),
+	}}
+	tests := []struct{ name, in string }{
+		{"doubling with +", `${{ len(reduce(1..28, #acc + #acc, "x")) }}`},
+		{"doubling with let", `${{ let a = inputs.kb + inputs.kb; let b = a + a; let c = b + b; let d = c + c; let e = d + d; let f = e + e; let g = f + f; let h = g + g; let i = h + h; let j = i + i; let k = j + j; let l = k + k; let m = l + l; let n = m + m; let o = n + n; let p = o + o; len(p + p) }}`},
+		{"nested replace", `${{ len(replace(replace(replace(inputs.a500, "a", inputs.a500), "a", inputs.a500), "a", inputs.a500)) }}`},
+		{"replace in a pipe", `${{ len(inputs.a500 | replace("a", inputs.a500) | replace("a", inputs.a500) | replace("a", inputs.a500)) }}`},
+		{"join of shared references", `${{ len(join(map(1..100000, inputs.kb), "")) }}`},
+		{"toJSON of shared references", `${{ len(toJSON(map(1..100000, inputs.kb))) }}`},
+		{"string of shared references", `${{ len(string(map(1..100000, inputs.kb))) }}`},
+		{"rendering shared references", `${{ map(1..100000, inputs.kb) }}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n, err := parseString(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = (&Template{root: n}).RenderJSON(env)
+			if err == nil || !(strings.Contains(err.Error(), "too much data") || strings.Contains(err.Error(), "larger than") || strings.Contains(err.Error(), "memory budget")) {
+				t.Fatalf("render %q: %v, want a size error", tt.in, err)
+			}
+		})
+	}
+	// What the bound must not change.
+	for in, want := range map[string]string{
+		`${{ "a" + "b" }}`:                          `"ab"`,
+		`${{ 1 + 2 }}`:                              `3`,
+		`${{ 1.5 + 2 }}`:                            `3.5`,
+		`${{ replace("a-b-c", "-", "+") }}`:         `"a+b+c"`,
+		`${{ replace("aaa", "a", "b", 2) }}`:        `"bba"`,
+		`${{ join(["a", "b"], ", ") }}`:             `"a, b"`,
+		`${{ join(["a", "b"]) }}`:                   `"ab"`,
+		`${{ toJSON({"a": 1}) }}`:                   `"{\n  \"a\": 1\n}"`,
+		`${{ string(5) }}`:                          `"5"`,
+		`${{ reduce(1..3, #acc + string(#), "") }}`: `"123"`,
+		`${{ inputs.kb | len() }}`:                  `1024`,
+	} {
+		n, err := parseString(in)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		got, err := (&Template{root: n}).RenderJSON(env)
+		if err != nil || string(got) != want {
+			t.Errorf("%s = %s, %v; want %s", in, got, err, want)
+		}
+	}
+}
