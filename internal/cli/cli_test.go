@@ -200,3 +200,18 @@ func TestTamperedModuleRefused(t *testing.T) {
 		t.Errorf("tampered module: %s", r.err)
 	}
 }
+
+// TestInstallYesNeverFallsBackToTheHub: --yes with a path that is not a
+// directory here (run from the wrong folder) is refused, not read as a hub
+// module of that name; naming the version makes the hub install explicit.
+func TestInstallYesNeverFallsBackToTheHub(t *testing.T) {
+	home := t.TempDir()
+	r := station(t, home, "", "module", "install", "--yes", "examples/hello").want(t, cli.ExitUsage)
+	if !strings.Contains(r.err, "examples/hello is not a directory here") || !strings.Contains(r.err, "examples/hello@VERSION") {
+		t.Errorf("install --yes of a missing directory: %s", r.err)
+	}
+	r = station(t, home, "", "module", "install", "--yes", "examples/hello@1.0.0")
+	if strings.Contains(r.err, "is not a directory here") {
+		t.Errorf("an explicit hub reference was refused as a path: %s", r.err)
+	}
+}

@@ -157,7 +157,11 @@ func TestHubLoginBadInput(t *testing.T) {
 	}
 	// Not a module id and not a directory: a clear error, nothing installed.
 	for _, ref := range []string{"dave/nothing", "dave/nothing@1.0.0"} {
-		r := tr.add(station(t, home, "", "module", "install", "--yes", ref)).want(t, cli.ExitError)
+		args := []string{"module", "install", "--yes", ref}
+		if !strings.Contains(ref, "@") {
+			args = []string{"module", "install", ref} // --yes needs the version named
+		}
+		r := tr.add(station(t, home, "", args...)).want(t, cli.ExitError)
 		if !strings.Contains(r.err, "module_not_found") && !strings.Contains(r.err, "version_not_found") {
 			t.Errorf("install %s: %s", ref, r.err)
 		}
@@ -290,7 +294,7 @@ func TestModuleUpgrade(t *testing.T) {
 	if !strings.Contains(r.err, "may not connect to the network") || !strings.Contains(r.err, "rerun with --yes") {
 		t.Errorf("install without approval:\n%s", r.err)
 	}
-	tr.add(station(t, home, "", "module", "install", "--yes", "dave/hello")).want(t, 0)
+	tr.add(station(t, home, "", "module", "install", "--yes", "dave/hello@1.0.0")).want(t, 0)
 	tr.add(station(t, home, "", "module", "upgrade")).want(t, 0)
 	publish("1.1.0", nil)
 	if r := tr.add(station(t, home, "", "module", "upgrade")).want(t, 0); !strings.Contains(r.out, "upgraded dave/hello 1.0.0 -> 1.1.0") {

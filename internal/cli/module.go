@@ -72,7 +72,9 @@ scripts after reviewing the manifest.
 
 An argument that is not a directory and reads OWNER/SLUG[@VERSION] installs
 from the hub this station is logged in to (station hub login): the latest
-version that is not yanked, or VERSION. The bundle's signature (by a key the
+version that is not yanked, or VERSION. With --yes the version must be named,
+so that a directory missing from where you run the command never becomes an
+approved install from the hub. The bundle's signature (by a key the
 hub lists for OWNER) and digests are verified before anything is written, and
 the publisher's key is pinned: a later version signed by another key asks you
 first.`,
@@ -81,6 +83,12 @@ first.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if refMaybe(args[0], isDir) {
+				if yes && !strings.Contains(args[0], "@") {
+					// A mistyped or missing directory (examples/hello run
+					// from the wrong folder) must not become an approved
+					// install of whatever the hub has under that name.
+					return usageError{fmt.Errorf("%s is not a directory here; to install it from the hub without a prompt, name the version (%s@VERSION; station module search lists them)", args[0], args[0])}
+				}
 				return a.installFromHub(ctx, args[0], yes, asJSON)
 			}
 			s, err := a.open(ctx)

@@ -84,7 +84,7 @@ func TestTeamSyncWhileAGatedModuleRuns(t *testing.T) {
 	login(t, tr, h, home, token)
 	tr.add(station(t, home, "", "hub", "key", "create")).want(t, 0)
 	tr.add(station(t, home, "", "module", "publish", moduleDir(t, "stripe-invoicing"))).want(t, 0)
-	tr.add(station(t, home, "", "module", "install", "--yes", "dave/stripe-invoicing")).want(t, 0)
+	tr.add(station(t, home, "", "module", "install", "--yes", "dave/stripe-invoicing@1.4.0")).want(t, 0)
 	c, _ := serve(t, home)
 	relayConnected(t, home)
 
@@ -179,7 +179,7 @@ func TestTeamRelayBetweenTwoStations(t *testing.T) {
 	login(t, tr, h, homeB, bob)
 	tr.add(station(t, homeA, "", "hub", "key", "create")).want(t, 0)
 	tr.add(station(t, homeA, "", "module", "publish", moduleAs(t, "hello", "alice/hello", "1.0.0"))).want(t, 0)
-	tr.add(station(t, homeA, "", "module", "install", "--yes", "alice/hello")).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "install", "--yes", "alice/hello@1.0.0")).want(t, 0)
 	tr.add(station(t, homeA, "", "team", "create", "acme")).want(t, 0)
 	// The invite code is printed once, on stdout, by design; nowhere else.
 	code := strings.TrimSpace(station(t, homeA, "", "team", "invite", "acme", "--account", "bob").want(t, 0).out)
