@@ -233,3 +233,29 @@ func TestApplyDoesNotSilentlyReplaceALocalModule(t *testing.T) {
 		t.Errorf("the local module was replaced by %s (%s)", rec.Version, rec.Digest)
 	}
 }
+
+// TestApplyAsksBeforeADowngrade: a lockfile (or a hub) that rolls a module
+// back to an older version — one with a known flaw, say — is asked about,
+// even when the older version asks for nothing beyond the approval.
+func TestApplyAsksBeforeADowngrade(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	v1 := e.publish(t, e.signer, "1.0.0", nil, none())
+	v2 := e.publish(t, e.signer, "1.1.0", nil, none())
+	if rep, err := e.sess.Apply(ctx, lockfile(1, v2), nil); err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("apply 1.1.0 = %+v, %v", rep, err)
+	}
+	rep, err := e.sess.Apply(ctx, lockfile(2, v1), nil)
+	if err != nil || len(rep.Installed) != 0 || len(rep.Pending) != 1 || !rep.Pending[0].Downgrade {
+		t.Fatalf("apply 1.0.0 over 1.1.0 = %+v, %v; want it pending as a downgrade", rep, err)
+	}
+	if got := strings.Join(rep.Pending[0].Differences(), "; "); !strings.Contains(got, "IS AN OLDER VERSION (1.0.0) than the installed 1.1.0") {
+		t.Errorf("differences = %q", got)
+	}
+	if rec, _ := e.sess.Station.Store.Module(ctx, "dave/hello"); rec.Version != "1.1.0" {
+		t.Errorf("rolled back to %s without approval", rec.Version)
+	}
+	if rep, err := e.sess.Apply(ctx, lockfile(2, v1), func(p hubsync.Plan) (bool, error) { return p.Downgrade, nil }); err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("approved downgrade = %+v, %v", rep, err)
+	}
+}

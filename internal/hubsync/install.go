@@ -54,18 +54,27 @@ type Plan struct {
 	// this hub (a local install, or another hub): the hub's version is
 	// other code under the same id, whatever it asks for.
 	OriginChange bool
+	// Downgrade is set when the version is older than the one installed: a
+	// hub or a lockfile rolling a module back to a version with a known
+	// flaw is asked about, even within the approval.
+	Downgrade bool
 }
 
 // NeedsApproval reports whether the plan asks the operator for something
 // new: a permission not approved, a publisher key not pinned, or code from
 // the hub in place of a module installed from elsewhere.
-func (p Plan) NeedsApproval() bool { return len(p.Escalations) > 0 || p.KeyChange || p.OriginChange }
+func (p Plan) NeedsApproval() bool {
+	return len(p.Escalations) > 0 || p.KeyChange || p.OriginChange || p.Downgrade
+}
 
 // Differences are the plan's escalations and key change in plain words.
 func (p Plan) Differences() []string {
 	out := append([]string(nil), p.Escalations...)
 	if p.OriginChange && p.Plan.Replaces != nil {
 		out = append(out, fmt.Sprintf("REPLACES %s@%s, which was not installed from %s", p.Plan.Replaces.ID, p.Plan.Replaces.Version, p.Hub))
+	}
+	if p.Downgrade && p.Plan.Replaces != nil {
+		out = append(out, fmt.Sprintf("IS AN OLDER VERSION (%s) than the installed %s", p.Version.Version, p.Plan.Replaces.Version))
 	}
 	if p.KeyChange {
 		out = append(out, fmt.Sprintf("IS SIGNED BY KEY %s, which is not the key pinned for %s (%s)", p.Key.ID, owner(p.Version.Module), strings.Join(p.PinnedKeys, ", ")))
@@ -193,6 +202,7 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 		}
 		plan.Plan = p
 		plan.Escalations = station.Escalations(approved, p.Permissions)
+		plan.Downgrade = p.Replaces != nil && hub.CompareVersions(v.Version, p.Replaces.Version) < 0
 		if !req.Ask && !plan.NeedsApproval() {
 			return true, nil
 		}
