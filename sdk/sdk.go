@@ -151,15 +151,6 @@ func register(c *handler) {
 	registry.commands.Store(&next)
 }
 
-// lookup returns the command registered as name, or nil. (The conversion
-// in the index expression does not allocate.)
-func lookup(name []byte) *handler {
-	if cur := registry.commands.Load(); cur != nil {
-		return (*cur)[string(name)]
-	}
-	return nil
-}
-
 // ErrUnknownCommand is returned (wrapped) by Invoke for a command no handler
 // is registered for.
 var ErrUnknownCommand = errors.New("unknown command")
@@ -175,8 +166,9 @@ func Invoke(ctx context.Context, command string, input []byte) ([]byte, error) {
 	return dispatch(ctx, command, input)
 }
 
-// dispatch is the one path from a command name to its handler, shared by
-// Invoke and station_call.
+// dispatch is Invoke's path from a command name to its handler. station_call
+// looks the command up itself (it reuses buffers across calls) and shares
+// call.
 func dispatch(ctx context.Context, command string, input []byte) (out []byte, err error) {
 	var c *handler
 	if cur := registry.commands.Load(); cur != nil {

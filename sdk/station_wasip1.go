@@ -83,6 +83,15 @@ func stationCall(command, input int32) int32 {
 	return abi.CallOK
 }
 
+// lookup returns the command registered as name, or nil. (The conversion
+// in the index expression does not allocate.)
+func lookup(name []byte) *handler {
+	if cur := registry.commands.Load(); cur != nil {
+		return (*cur)[string(name)]
+	}
+	return nil
+}
+
 // keep returns b emptied for reuse, or nil if it is too large to keep.
 func keep(b []byte) []byte {
 	if cap(b) > maxScratch {
