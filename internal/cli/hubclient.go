@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
@@ -143,19 +144,68 @@ func hubError(err error) error {
 // logged in to a hub, or nil. A running daemon applies team lockfile pushes
 // as the hub relays them (hubsync.Runner).
 func (a *app) hubRelay(ctx context.Context, s *station.Station, log *slog.Logger) func(context.Context) {
-	sess, err := hubsync.Open(ctx, s, log)
-	if errors.Is(err, hubsync.ErrNotLoggedIn) {
-		return nil
+	if sess, err := hubsync.Open(ctx, s, log); err == nil {
+		fmt.Fprintf(a.io.Out, "following the hub relay at %s as %s\n", sess.Login.URL, sess.Login.Account)
+	} else if !errors.Is(err, hubsync.ErrNotLoggedIn) {
+		fmt.Fprintf(a.io.Err, "station: warning: not following the hub's relay yet: %v\n", err)
 	}
-	if err != nil {
-		fmt.Fprintf(a.io.Err, "station: warning: not following the hub's relay: %v\n", err)
-		return nil
+	return func(ctx context.Context) { followLogin(ctx, s, log, relayPoll) }
+}
+
+// relayPoll is how often the daemon looks for a changed hub login.
+const relayPoll = 2 * time.Second
+
+// followLogin follows the relay of whatever hub the station is logged in
+// to, for as long as ctx lasts: a `station hub login` or `logout` made while
+// the daemon runs (in another process) starts, switches or stops the relay
+// within poll, without a restart.
+func followLogin(ctx context.Context, s *station.Station, log *slog.Logger, poll time.Duration) {
+	var (
+		current string // the login being followed: URL, account and when it was made
+		cancel  context.CancelFunc
+		done    chan struct{}
+	)
+	stop := func() {
+		if cancel != nil {
+			cancel()
+			<-done
+			cancel = nil
+		}
 	}
-	fmt.Fprintf(a.io.Out, "following the hub relay at %s as %s\n", sess.Login.URL, sess.Login.Account)
-	r := &hubsync.Runner{Session: sess}
-	return func(ctx context.Context) {
-		if err := r.Run(ctx); err != nil {
-			log.Error("hub relay stopped", "err", err.Error())
+	defer stop()
+	t := time.NewTicker(poll)
+	defer t.Stop()
+	for {
+		sig := ""
+		if l, err := s.Store.HubLogin(ctx); err == nil {
+			sig = l.URL + "\x00" + l.Account + "\x00" + l.LoggedIn.String()
+		}
+		if sig != current {
+			if cancel != nil {
+				stop()
+				log.Info("stopped following the hub relay: the hub login changed")
+			}
+			current = sig
+			if sig != "" {
+				if sess, err := hubsync.Open(ctx, s, log); err != nil {
+					log.Warn("hub relay: cannot follow the login", "err", err.Error())
+				} else {
+					rctx, c := context.WithCancel(ctx)
+					cancel, done = c, make(chan struct{})
+					log.Info("following the hub relay", "hub", sess.Login.URL, "account", sess.Login.Account)
+					go func() {
+						defer close(done)
+						if err := (&hubsync.Runner{Session: sess}).Run(rctx); err != nil {
+							log.Error("hub relay stopped", "err", err.Error())
+						}
+					}()
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
 		}
 	}
 }

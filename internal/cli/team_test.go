@@ -298,3 +298,39 @@ func TestTeamRelayBetweenTwoStations(t *testing.T) {
 	}
 	noSecrets(t, tr, hubLog, []string{homeA, homeB}, alice, bob, code)
 }
+
+// TestServeFollowsALoginMadeWhileItRuns: a daemon started before the
+// station logged in to a hub picks the login up (and the relay with it)
+// without a restart, and applies a team change pushed afterwards; a logout
+// stops it following.
+func TestServeFollowsALoginMadeWhileItRuns(t *testing.T) {
+	h, _ := startHub(t)
+	tr := &transcript{}
+	homeA, homeB := t.TempDir(), t.TempDir()
+	alice, bob := h.Account(t, "alice"), h.Account(t, "bob")
+	login(t, tr, h, homeA, alice)
+	tr.add(station(t, homeA, "", "hub", "key", "create")).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "publish", moduleAs(t, "hello", "alice/hello", "1.0.0"))).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "install", "--yes", "alice/hello@1.0.0")).want(t, 0)
+	tr.add(station(t, homeA, "", "team", "create", "acme")).want(t, 0)
+	code := strings.TrimSpace(station(t, homeA, "", "team", "invite", "acme", "--account", "bob").want(t, 0).out)
+
+	cb, outB := serve(t, homeB) // not logged in yet
+	login(t, tr, h, homeB, bob)
+	tr.add(station(t, homeB, code+"\n", "team", "join", "-")).want(t, 0)
+	relayConnected(t, homeB)
+
+	tr.add(station(t, homeA, "", "team", "push", "acme", "alice/hello")).want(t, 0)
+	fixture.Eventually(t, 20*time.Second, func() bool {
+		ms, err := cb.Modules(context.Background())
+		return err == nil && len(ms) == 1 && ms[0].ID == "alice/hello"
+	})
+	tr.add(station(t, homeB, "", "hub", "logout")).want(t, 0)
+	fixture.Eventually(t, 20*time.Second, func() bool {
+		b, _ := os.ReadFile(filepath.Join(homeB, "station.log"))
+		return strings.Contains(string(b), "stopped following the hub relay: the hub login changed")
+	})
+	if strings.Contains(outB.String(), "panic") {
+		t.Errorf("daemon output:\n%s", outB.String())
+	}
+}
