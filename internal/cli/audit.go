@@ -7,6 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 )
 
@@ -23,14 +24,22 @@ capability, target, decision and reason. Newest last.`,
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
-			if err != nil {
-				return err
-			}
 			if since > 0 {
 				f.Since = time.Now().Add(-since)
 			}
-			recs, err := s.Store.Audit(ctx, f)
+			var recs []store.AuditRecord
+			var err error
+			if c := a.daemon(ctx); c != nil {
+				// The daemon flushes its audit queue first: calls that just
+				// returned are in the answer.
+				recs, err = c.Audit(ctx, f)
+			} else {
+				var s *station.Station
+				if s, err = a.open(ctx); err != nil {
+					return err
+				}
+				recs, err = s.Store.Audit(ctx, f)
+			}
 			if err != nil {
 				return err
 			}

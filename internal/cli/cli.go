@@ -144,7 +144,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.PersistentFlags().BoolVarP(&a.verbose, "verbose", "v", false, "log what the station does (module gates, guest log lines) to stderr")
 	root.PersistentFlags().BoolVar(&a.noDaemon, "no-daemon", false, "run in this process even if a station daemon (station serve) is running")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(a.moduleCmd(), a.runCmd(), a.auditCmd(), a.demoCmd(), a.serveCmd(), a.versionCmd(), a.workflowCmd(), a.hubCmd(), a.teamCmd())
+	root.AddCommand(a.moduleCmd(), a.runCmd(), a.auditCmd(), a.demoCmd(), a.serveCmd(), a.versionCmd(), a.workflowCmd(), a.hubCmd(), a.teamCmd(), a.llmCmd())
 	return root
 }
 
