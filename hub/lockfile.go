@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
+	"github.com/station-dev/station/manifest"
 	"strings"
 	"unicode/utf8"
 )
@@ -155,7 +155,7 @@ func (l *Lockfile) Validate() error {
 	names := map[string]bool{}
 	for i, w := range l.Workflows {
 		at := fmt.Sprintf("workflows[%d]", i)
-		if msg := checkName(w.Name, 64); msg != "" {
+		if msg := manifest.CheckName(w.Name, 64); msg != "" {
 			return bad("%s: name %q: %s", at, clip(w.Name), msg)
 		}
 		at += " (" + w.Name + ")"
@@ -198,132 +198,21 @@ func checkGrants(list []string) error {
 }
 
 // Names of accounts and teams follow the owner part of a module id:
-// lower-case letters, digits and single hyphens, at most 39 characters.
+// lower-case letters, digits and single hyphens, at most 39 characters. The
+// grammar lives in package manifest, which defines module ids and versions.
 
 // CheckName returns "" if s is a valid account or team name, or what is
 // wrong with it.
-func CheckName(s string) string { return checkName(s, 39) }
+func CheckName(s string) string { return manifest.CheckName(s, 39) }
 
 // CheckModuleID returns "" if s is a valid module id, "owner/slug", or what
-// is wrong with it. The grammar is the manifest's (docs/manifest.md).
-func CheckModuleID(s string) string {
-	owner, slug, ok := strings.Cut(s, "/")
-	if !ok {
-		return `must be "owner/slug", e.g. "dave/stripe-invoicing"`
-	}
-	if msg := checkName(owner, 39); msg != "" {
-		return "owner " + msg
-	}
-	if msg := checkName(slug, 64); msg != "" {
-		return "slug " + msg
-	}
-	return ""
-}
-
-func checkName(s string, maxLen int) string {
-	switch {
-	case s == "":
-		return "is empty"
-	case len(s) > maxLen:
-		return fmt.Sprintf("is longer than %d characters", maxLen)
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-') {
-			return "may contain only lower-case letters, digits and hyphens"
-		}
-	}
-	if s[0] == '-' || s[len(s)-1] == '-' || strings.Contains(s, "--") {
-		return "may not start or end with a hyphen or contain two in a row"
-	}
-	return ""
-}
-
-// semver is the regular expression of semver.org, 2.0.0 (as the manifest
-// uses).
-var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
-	`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
-	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
+// is wrong with it (manifest.CheckID).
+func CheckModuleID(s string) string { return manifest.CheckID(s) }
 
 // CheckVersion returns "" if s is a semantic version as a manifest may
-// declare it, or what is wrong with it.
-func CheckVersion(s string) string {
-	if len(s) > 128 {
-		return "is longer than 128 characters"
-	}
-	if !semver.MatchString(s) {
-		return `is not a semantic version (MAJOR.MINOR.PATCH, e.g. "1.4.0" or "2.0.0-rc.1")`
-	}
-	return ""
-}
+// declare it, or what is wrong with it (manifest.CheckVersion).
+func CheckVersion(s string) string { return manifest.CheckVersion(s) }
 
-// CompareVersions orders two valid semantic versions by semver precedence:
-// -1 if a < b, 0 if they have equal precedence (build metadata is
-// ignored), +1 if a > b.
-func CompareVersions(a, b string) int {
-	ma, mb := semver.FindStringSubmatch(a), semver.FindStringSubmatch(b)
-	if ma == nil || mb == nil {
-		return strings.Compare(a, b)
-	}
-	for i := 1; i <= 3; i++ {
-		if c := compareNumeric(ma[i], mb[i]); c != 0 {
-			return c
-		}
-	}
-	pa, pb := ma[4], mb[4]
-	switch {
-	case pa == pb:
-		return 0
-	case pa == "":
-		return 1 // a release is higher than its pre-releases
-	case pb == "":
-		return -1
-	}
-	fa, fb := strings.Split(pa, "."), strings.Split(pb, ".")
-	for i := 0; i < len(fa) && i < len(fb); i++ {
-		da, db := isDigits(fa[i]), isDigits(fb[i])
-		var c int
-		switch {
-		case da && db:
-			c = compareNumeric(fa[i], fb[i])
-		case da:
-			c = -1 // numeric identifiers are lower than alphanumeric ones
-		case db:
-			c = 1
-		default:
-			c = strings.Compare(fa[i], fb[i])
-		}
-		if c != 0 {
-			return c
-		}
-	}
-	return compareInt(len(fa), len(fb))
-}
-
-func isDigits(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return s != ""
-}
-
-// compareNumeric compares decimal strings without leading zeros of any
-// length.
-func compareNumeric(a, b string) int {
-	if c := compareInt(len(a), len(b)); c != 0 {
-		return c
-	}
-	return strings.Compare(a, b)
-}
-
-func compareInt(a, b int) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
+// CompareVersions orders two semantic versions by semver precedence
+// (manifest.CompareVersions).
+func CompareVersions(a, b string) int { return manifest.CompareVersions(a, b) }

@@ -1,6 +1,7 @@
 package hub
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -37,7 +38,8 @@ func TestLockfileValidate(t *testing.T) {
 		{"bad id", func(l *Lockfile) { l.Modules[0].ID = "Dave/x" }, `modules[0]: id "Dave/x": owner may contain only`},
 		{"no slug", func(l *Lockfile) { l.Modules[0].ID = "dave" }, `must be "owner/slug"`},
 		{"duplicate", func(l *Lockfile) { l.Modules = append(l.Modules, l.Modules[0]) }, "modules[1] (dave/stripe-invoicing): the module is listed twice"},
-		{"bad version", func(l *Lockfile) { l.Modules[0].Version = "v1.4.0" }, "not a semantic version"},
+		{"bad version", func(l *Lockfile) { l.Modules[0].Version = "1.4" }, "not a semantic version"},
+		{"v-prefixed version", func(l *Lockfile) { l.Modules[0].Version = "v1.4.0" }, `must not start with "v"`},
 		{"bad digest", func(l *Lockfile) { l.Modules[0].WasmDigest = "sha256:XYZ" }, "wasm_digest"},
 		{"control in grant", func(l *Lockfile) { l.Modules[0].Permissions.Network = []string{"api.stripe.com\x1b[2J"} }, "permissions.network: entry"},
 		{"empty grant", func(l *Lockfile) { l.Modules[0].Permissions.FilesystemWrites = []string{""} }, "permissions.filesystem_writes: an entry is empty"},
@@ -120,7 +122,7 @@ func TestCompareVersions(t *testing.T) {
 	order := []string{"1.0.0-alpha", "1.0.0-alpha.1", "1.0.0-alpha.beta", "1.0.0-beta", "1.0.0-beta.2", "1.0.0-beta.11", "1.0.0-rc.1", "1.0.0", "1.0.1", "1.2.0", "1.10.0", "2.0.0", "10.0.0", "18446744073709551616.0.0"}
 	for i := range order {
 		for j := range order {
-			want := compareInt(i, j)
+			want := cmp.Compare(i, j)
 			if got := CompareVersions(order[i], order[j]); got != want {
 				t.Errorf("CompareVersions(%s, %s) = %d, want %d", order[i], order[j], got, want)
 			}

@@ -174,7 +174,7 @@ func (d *decoder) id(n *yaml.Node) string {
 	if !ok {
 		return ""
 	}
-	if msg := checkID(s); msg != "" {
+	if msg := CheckID(s); msg != "" {
 		d.addf(n, "id", "", "%s: %s", quote(s), msg)
 	}
 	return s
@@ -185,7 +185,7 @@ func (d *decoder) version(n *yaml.Node) string {
 	if !ok {
 		return ""
 	}
-	if msg := checkVersion(s); msg != "" {
+	if msg := CheckVersion(s); msg != "" {
 		d.addf(n, "version", "", "%s: %s", quote(s), msg)
 	}
 	return s

@@ -273,8 +273,8 @@ func TestID(t *testing.T) {
 		{"dave/stripe ", false},
 	}
 	for _, tt := range tests {
-		if got := checkID(tt.id) == ""; got != tt.ok {
-			t.Errorf("checkID(%q) ok = %v, want %v (%s)", tt.id, got, tt.ok, checkID(tt.id))
+		if got := CheckID(tt.id) == ""; got != tt.ok {
+			t.Errorf("CheckID(%q) ok = %v, want %v (%s)", tt.id, got, tt.ok, CheckID(tt.id))
 		}
 	}
 }
@@ -306,8 +306,8 @@ func TestVersion(t *testing.T) {
 		{"", false},
 	}
 	for _, tt := range tests {
-		if got := checkVersion(tt.v) == ""; got != tt.ok {
-			t.Errorf("checkVersion(%q) ok = %v, want %v", tt.v, got, tt.ok)
+		if got := CheckVersion(tt.v) == ""; got != tt.ok {
+			t.Errorf("CheckVersion(%q) ok = %v, want %v", tt.v, got, tt.ok)
 		}
 	}
 }

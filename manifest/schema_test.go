@@ -336,12 +336,12 @@ func TestSchemaPatternsAgree(t *testing.T) {
 	versionRE := pattern(props["version"].(map[string]any))
 	nameRE := pattern(s["$defs"].(map[string]any)["command"].(map[string]any)["properties"].(map[string]any)["name"].(map[string]any))
 	for _, id := range []string{"dave/stripe-invoicing", "a/b", "Dave/x", "-a/b", "a--b/c", "a/b-", "a", "a/b/c"} {
-		if got, want := idRE.MatchString(id), checkID(id) == ""; got != want {
+		if got, want := idRE.MatchString(id), CheckID(id) == ""; got != want {
 			t.Errorf("id %q: schema accepts %v, parser accepts %v", id, got, want)
 		}
 	}
 	for _, v := range []string{"1.4.0", "1.0.0-rc.1+b.2", "01.0.0", "1.0", "v1.0.0", "1.0.0-01", "1.0.0-x-y-z.--"} {
-		if got, want := versionRE.MatchString(v), checkVersion(v) == ""; got != want {
+		if got, want := versionRE.MatchString(v), CheckVersion(v) == ""; got != want {
 			t.Errorf("version %q: schema accepts %v, parser accepts %v", v, got, want)
 		}
 	}

@@ -33,22 +33,26 @@ func checkNetworkEntry(s string) string {
 	return ""
 }
 
-// checkID validates "owner/slug".
-func checkID(s string) string {
+// CheckID returns "" if s is a valid module id, "owner/slug", or what is
+// wrong with it (docs/manifest.md).
+func CheckID(s string) string {
 	owner, slug, ok := strings.Cut(s, "/")
 	if !ok {
 		return `must be "owner/slug", e.g. "dave/stripe-invoicing"`
 	}
-	if msg := checkIDPart(owner, 39); msg != "" {
+	if msg := CheckName(owner, 39); msg != "" {
 		return "owner " + msg
 	}
-	if msg := checkIDPart(slug, 64); msg != "" {
+	if msg := CheckName(slug, 64); msg != "" {
 		return "slug " + msg
 	}
 	return ""
 }
 
-func checkIDPart(s string, maxLen int) string {
+// CheckName returns "" if s is a valid name of at most maxLen bytes — an
+// owner (39), a slug (64), an account or a team — or what is wrong with it:
+// lower-case letters, digits and single hyphens, not at either end.
+func CheckName(s string, maxLen int) string {
 	switch {
 	case s == "":
 		return "is empty"
@@ -72,8 +76,9 @@ var semver = regexp.MustCompile(`^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)` +
 	`(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?` +
 	`(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?$`)
 
-// checkVersion validates a semantic version.
-func checkVersion(s string) string {
+// CheckVersion returns "" if s is a semantic version (semver.org 2.0.0) as a
+// manifest may declare it, or what is wrong with it.
+func CheckVersion(s string) string {
 	if len(s) > 128 {
 		return "is longer than 128 characters"
 	}
@@ -402,4 +407,75 @@ func checkEnvName(s string) string {
 		return "is set by the station or changes how programs start; a module may not pass it"
 	}
 	return ""
+}
+
+// CompareVersions orders two valid semantic versions by semver precedence:
+// -1 if a < b, 0 if they have equal precedence (build metadata is
+// ignored), +1 if a > b.
+func CompareVersions(a, b string) int {
+	ma, mb := semver.FindStringSubmatch(a), semver.FindStringSubmatch(b)
+	if ma == nil || mb == nil {
+		return strings.Compare(a, b)
+	}
+	for i := 1; i <= 3; i++ {
+		if c := compareNumeric(ma[i], mb[i]); c != 0 {
+			return c
+		}
+	}
+	pa, pb := ma[4], mb[4]
+	switch {
+	case pa == pb:
+		return 0
+	case pa == "":
+		return 1 // a release is higher than its pre-releases
+	case pb == "":
+		return -1
+	}
+	fa, fb := strings.Split(pa, "."), strings.Split(pb, ".")
+	for i := 0; i < len(fa) && i < len(fb); i++ {
+		da, db := isDigits(fa[i]), isDigits(fb[i])
+		var c int
+		switch {
+		case da && db:
+			c = compareNumeric(fa[i], fb[i])
+		case da:
+			c = -1 // numeric identifiers are lower than alphanumeric ones
+		case db:
+			c = 1
+		default:
+			c = strings.Compare(fa[i], fb[i])
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return compareInt(len(fa), len(fb))
+}
+
+func isDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// compareNumeric compares decimal strings without leading zeros of any
+// length.
+func compareNumeric(a, b string) int {
+	if c := compareInt(len(a), len(b)); c != 0 {
+		return c
+	}
+	return strings.Compare(a, b)
+}
+
+func compareInt(a, b int) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }
