@@ -1,9 +1,6 @@
 package manifest
 
-import (
-	"strconv"
-	"strings"
-)
+import "github.com/station-dev/station/internal/yamlx"
 
 // Error is one problem found in a manifest. Parse joins every Error it finds
 // with errors.Join; use errors.As to get the first, or the
@@ -21,57 +18,13 @@ type Error struct {
 //
 //	module.yaml:12:5: requires.network.allow: entry "*": a wildcard must be followed by a domain
 func (e *Error) Error() string {
-	var b strings.Builder
-	if e.File != "" {
-		b.WriteString(e.File)
-		b.WriteString(":")
-	}
-	if e.Line > 0 {
-		b.WriteString(strconv.Itoa(e.Line))
-		b.WriteString(":")
-		if e.Column > 0 {
-			b.WriteString(strconv.Itoa(e.Column))
-			b.WriteString(":")
-		}
-	}
-	if b.Len() > 0 {
-		b.WriteString(" ")
-	}
-	if e.Field != "" {
-		b.WriteString(e.Field)
-		b.WriteString(": ")
-	}
-	if e.Entry != "" {
-		b.WriteString("entry ")
-		b.WriteString(quote(e.Entry))
-		b.WriteString(": ")
-	}
-	b.WriteString(e.Msg)
-	return b.String()
+	return (&yamlx.Problem{File: e.File, Line: e.Line, Column: e.Column, Field: e.Field, Entry: e.Entry, Msg: e.Msg}).Error()
 }
-
-// maxQuoted bounds how much of an entry an error message repeats.
-const maxQuoted = 128
 
 // quote renders s for an error message: Go-quoted (so control bytes and
 // invalid UTF-8 are escaped) and bounded.
-func quote(s string) string {
-	if len(s) > maxQuoted {
-		cut := maxQuoted
-		for cut > 0 && s[cut]&0xc0 == 0x80 { // do not split a UTF-8 sequence
-			cut--
-		}
-		return strconv.Quote(s[:cut]) + "..."
-	}
-	return strconv.Quote(s)
-}
+func quote(s string) string { return yamlx.Quote(s) }
 
 // printable returns s unchanged when it has only printable characters, and
 // Go-quoted otherwise.
-func printable(s string) string {
-	if q := quote(s); q == `"`+s+`"` {
-		return s
-	} else {
-		return q
-	}
-}
+func printable(s string) string { return yamlx.Printable(s) }
