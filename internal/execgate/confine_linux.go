@@ -119,11 +119,13 @@ var systemRoots = []string{"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", 
 
 // readableRoots are the trees, besides the system roots, that children may
 // read: configuration programs need (/etc: the loader cache, locale, name
-// service, CA certificates), devices (/dev/null, /dev/urandom) and kernel
-// views (/proc, /sys). Landlock keeps /proc from being a way into the
-// station: a sandboxed process may not ptrace, so neither read the memory nor
-// the environment of, any process outside its domain.
-var readableRoots = []string{"/etc", "/dev", "/proc", "/sys"}
+// service, CA certificates), the harmless devices (not all of /dev:
+// /dev/shm holds other processes' shared memory) and kernel views (/proc,
+// /sys). Landlock keeps /proc from being a way into the station: a
+// sandboxed process may not ptrace, so neither read the memory nor the
+// environment of, any process outside its domain.
+var readableRoots = []string{"/etc", "/proc", "/sys",
+	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 func newConfinement(set *settings, workDirs, readDirs, programDirs []string) confinement {
 	c := confinement{platform: currentPlatform(), workDirs: workDirs}

@@ -95,10 +95,19 @@ func TestRunReadsConfined(t *testing.T) {
 		}
 		return resp
 	}
+	shm := ""
+	if f, err := os.CreateTemp("/dev/shm", "execgate-test-"); err == nil {
+		f.WriteString("shared")
+		f.Close()
+		shm = f.Name()
+		t.Cleanup(func() { os.Remove(shm) })
+	}
 	for _, c := range []struct {
 		path string
 		ok   bool
 	}{
+		{"/dev/null", true},
+		{shm, false},
 		{inWork, true},
 		{inRead, true},
 		{"/etc/passwd", true},
@@ -106,6 +115,9 @@ func TestRunReadsConfined(t *testing.T) {
 		{state, false},
 		{fmt.Sprintf("/proc/%d/environ", os.Getpid()), false},
 	} {
+		if c.path == "" {
+			continue // no /dev/shm here
+		}
 		resp := run("read", c.path)
 		if got := resp.ExitCode == 0; got != c.ok {
 			t.Errorf("child read %s: exit %d (%q), want readable=%v", c.path, resp.ExitCode, resp.Stdout, c.ok)
