@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -18,11 +17,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/workflow"
-	"github.com/station-dev/station/manifest"
 )
 
 func (a *app) workflowCmd() *cobra.Command {
@@ -88,37 +85,19 @@ func (w *wfStation) check(ctx context.Context, wf *workflow.Workflow) (*workflow
 type stationModules struct{ s *station.Station }
 
 func (m stationModules) Module(ctx context.Context, id string) (*workflow.ModuleInfo, error) {
-	rec, err := m.s.Store.Module(ctx, id)
-	if err != nil {
+	in, err := m.s.Verify(ctx, id)
+	if in == nil {
 		return nil, err
 	}
-	info := &workflow.ModuleInfo{ID: id, Version: rec.Version}
-	var approved station.Permissions
-	if err := json.Unmarshal(rec.Approved, &approved); err != nil {
-		info.Problem = fmt.Sprintf("its stored approval cannot be read (%v); reinstall it", err)
-		return info, nil
+	info := &workflow.ModuleInfo{ID: id, Version: in.Version}
+	if in.Manifest != nil { // the approval and the manifest could be read
+		info.Permissions = in.Approved.Describe()
+		for _, c := range in.Manifest.Commands {
+			info.Commands = append(info.Commands, c.Name)
+		}
 	}
-	info.Permissions = approved.Describe()
-	man, err := m.s.ParseManifest(filepath.Join(m.s.Home, "modules", id, manifest.FileName), rec.Manifest)
 	if err != nil {
-		info.Problem = fmt.Sprintf("its stored manifest is not valid (%v); reinstall it", err)
-		return info, nil
-	}
-	for _, c := range man.Commands {
-		info.Commands = append(info.Commands, c.Name)
-	}
-	want := station.PermissionsOf(man)
-	want.Programs = approved.Programs
-	if got, _ := json.Marshal(want); !bytes.Equal(got, rec.Approved) {
-		info.Problem = fmt.Sprintf("its manifest asks for %s but %s was approved; reinstall it to approve", got, rec.Approved)
-		return info, nil
-	}
-	wasm, err := os.ReadFile(rec.WasmPath)
-	switch {
-	case err != nil:
-		info.Problem = fmt.Sprintf("%v; reinstall it", err)
-	case host.Digest(wasm) != rec.Digest:
-		info.Problem = fmt.Sprintf("%s does not have the approved digest %s; reinstall it", rec.WasmPath, rec.Digest)
+		info.Problem = err.Error()
 	}
 	return info, nil
 }

@@ -2,8 +2,11 @@ package station_test
 
 import (
 	"context"
+	"errors"
+	"os"
 	"regexp"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/station-dev/station/internal/audit"
@@ -73,5 +76,28 @@ func TestTraceReachesTheAudit(t *testing.T) {
 	all := e.audit(store.AuditFilter{Module: stripeMod})
 	if len(all) != len(got)+1 || all[len(all)-1].Trace != "" {
 		t.Errorf("all decisions: %+v, want the traced ones and one untraced", all)
+	}
+}
+
+// TestVerify: the check every load makes is the one workflow check reports:
+// a changed file is named with what to do, and a missing module matches
+// store.ErrNotFound.
+func TestVerify(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
+	ctx := context.Background()
+	in, err := e.st.Verify(ctx, stripeMod)
+	if err != nil || in.Manifest == nil || len(in.Wasm) == 0 || in.Approved.Network[0] != "api.stripe.com" {
+		t.Fatalf("Verify = %+v, %v", in, err)
+	}
+	if err := os.WriteFile(in.WasmPath, append(in.Wasm, 0), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in, err = e.st.Verify(ctx, stripeMod)
+	if in == nil || in.Manifest == nil || err == nil || !strings.Contains(err.Error(), "refusing to run it (reinstall the module)") {
+		t.Errorf("Verify of a changed file = %+v, %v", in, err)
+	}
+	if in, err := e.st.Verify(ctx, "nobody/none"); in != nil || !errors.Is(err, store.ErrNotFound) {
+		t.Errorf("Verify of a missing module = %+v, %v", in, err)
 	}
 }

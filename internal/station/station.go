@@ -171,45 +171,68 @@ func (s *Station) Run(ctx context.Context, id, command string, input []byte) ([]
 	return s.Host.Call(ctx, id, command, input)
 }
 
-// load loads an installed module into the host, verifying that the files on
-// disk still have the digest the operator approved.
+// Installed is an installed module as Verify read it back.
+type Installed struct {
+	store.Module
+	Manifest *manifest.Manifest // the stored (approved) manifest, as parsed now
+	Approved Permissions        // what the operator approved
+	Wasm     []byte             // the module's file, with the approved digest
+}
+
+// Verify reads installed module id and checks that what would run is what
+// the operator approved: the stored manifest asks for exactly the stored
+// approved permissions (the resolved programs come from the approval
+// itself), and the file on disk has the approved digest. It is the check
+// every load makes; `workflow check` asks it too. On a failed check the
+// Installed holds what could be read (for a report) and the error says
+// what to do; a module that is not installed is an error matching
+// store.ErrNotFound, with a nil Installed.
+func (s *Station) Verify(ctx context.Context, id string) (*Installed, error) {
+	rec, err := s.Store.Module(ctx, id)
+	if err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return nil, notInstalledError{id}
+		}
+		return nil, err
+	}
+	in := &Installed{Module: rec}
+	if err := json.Unmarshal(rec.Approved, &in.Approved); err != nil {
+		return in, fmt.Errorf("stored approval: %w (reinstall the module)", err)
+	}
+	if in.Manifest, err = s.ParseManifest(filepath.Join(s.Home, "modules", id, manifest.FileName), rec.Manifest); err != nil {
+		return in, fmt.Errorf("stored manifest: %w (reinstall the module)", err)
+	}
+	want := PermissionsOf(in.Manifest)
+	want.Programs = in.Approved.Programs
+	if got, _ := json.Marshal(want); !bytes.Equal(got, rec.Approved) {
+		return in, fmt.Errorf("the stored manifest asks for %s but %s was approved; refusing to run it (reinstall the module)", got, rec.Approved)
+	}
+	wasm, err := os.ReadFile(rec.WasmPath)
+	if err != nil {
+		return in, fmt.Errorf("%w (reinstall the module)", err)
+	}
+	if got := host.Digest(wasm); got != rec.Digest {
+		return in, fmt.Errorf("%s has digest %s but %s was approved; refusing to run it (reinstall the module)", rec.WasmPath, got, rec.Digest)
+	}
+	in.Wasm = wasm
+	return in, nil
+}
+
+// load loads an installed module into the host, after Verify.
 func (s *Station) load(ctx context.Context, id string) error {
 	unlock := s.lockModule(id)
 	defer unlock()
 	if s.Host.Module(id) != nil {
 		return nil
 	}
-	rec, err := s.Store.Module(ctx, id)
-	if err != nil {
-		if errors.Is(err, store.ErrNotFound) {
-			return notInstalledError{id}
-		}
+	in, err := s.Verify(ctx, id)
+	if in == nil {
 		return err
 	}
-	man, err := s.ParseManifest(filepath.Join(s.Home, "modules", id, manifest.FileName), rec.Manifest)
 	if err != nil {
-		return fmt.Errorf("load %s: stored manifest: %w", id, err)
+		return fmt.Errorf("load %s: %w", id, err)
 	}
-	// What runs is what was approved: the stored manifest must ask for
-	// exactly the stored approved permissions (the resolved programs come
-	// from the approval itself).
-	var approved Permissions
-	if err := json.Unmarshal(rec.Approved, &approved); err != nil {
-		return fmt.Errorf("load %s: stored approval: %w", id, err)
-	}
-	want := PermissionsOf(man)
-	want.Programs = approved.Programs
-	if got, _ := json.Marshal(want); !bytes.Equal(got, rec.Approved) {
-		return fmt.Errorf("load %s: the stored manifest asks for %s but %s was approved; refusing to run it (reinstall the module)", id, got, rec.Approved)
-	}
-	wasm, err := os.ReadFile(rec.WasmPath)
-	if err != nil {
-		return fmt.Errorf("load %s: %w (reinstall the module)", id, err)
-	}
-	if got := host.Digest(wasm); got != rec.Digest {
-		return fmt.Errorf("load %s: %s has digest %s but %s was approved; refusing to run it (reinstall the module)", id, rec.WasmPath, got, rec.Digest)
-	}
-	_, err = s.Host.LoadGranted(ctx, man, wasm, host.Grants{Programs: approved.Programs})
+	_, err = s.Host.LoadGranted(ctx, in.Manifest, in.Wasm, host.Grants{Programs: in.Approved.Programs})
 	return err
 }
 
