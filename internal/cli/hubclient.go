@@ -74,11 +74,17 @@ func (a *app) hubApprover(yes bool, mode approvalMode, verb string) hubsync.Appr
 			}
 			return false, fmt.Errorf("%s %s: it %s; review it and rerun with --yes (the installed version keeps running): %w", verb, ref, strings.Join(p.Differences(), "; "), station.ErrNotApproved)
 		}
-		fmt.Fprintf(a.io.Err, "%s %s? [y/N] ", capitalize(verb), ref)
-		line, _ := bufio.NewReader(a.io.In).ReadString('\n')
-		ans := strings.ToLower(strings.TrimSpace(line))
-		return ans == "y" || ans == "yes", nil
+		return a.confirm(fmt.Sprintf("%s %s?", capitalize(verb), ref)), nil
 	}
+}
+
+// confirm asks a yes/no question on the terminal; anything but y or yes is
+// no. Callers decide first what --yes and a missing terminal mean.
+func (a *app) confirm(question string) bool {
+	fmt.Fprintf(a.io.Err, "%s [y/N] ", question)
+	line, _ := bufio.NewReader(a.io.In).ReadString('\n')
+	ans := strings.ToLower(strings.TrimSpace(line))
+	return ans == "y" || ans == "yes"
 }
 
 func capitalize(s string) string {

@@ -1,7 +1,6 @@
 package cli
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -105,10 +104,7 @@ first.`,
 				if !a.io.IsTerminal {
 					return false, usageError{fmt.Errorf("install %s needs approval: review the permissions above and rerun with --yes", p.Manifest.ID)}
 				}
-				fmt.Fprint(a.io.Err, "Install? [y/N] ")
-				line, _ := bufio.NewReader(a.io.In).ReadString('\n')
-				ans := strings.ToLower(strings.TrimSpace(line))
-				return ans == "y" || ans == "yes", nil
+				return a.confirm("Install?"), nil
 			})
 			if err != nil {
 				return err
