@@ -6,14 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/url"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
 	"modernc.org/sqlite" // the "sqlite" database/sql driver
+
+	"github.com/station-dev/station/internal/sqldb"
 	sqlite3 "modernc.org/sqlite/lib"
 
 	"github.com/station-dev/station/hub"
@@ -118,31 +117,10 @@ var sqliteMigrations = []string{
 	CREATE INDEX events_team ON events (team, seq);`,
 }
 
-// busyTimeout is how long a statement waits for the write lock.
-const busyTimeout = 10 * time.Second
-
 // OpenSQLite opens (creating it, mode 0600, if needed) the hub database at
 // path and migrates it to the current schema.
 func OpenSQLite(path string) (*SQLite, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open hub database %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("open hub database %s: %w", path, err)
-	}
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open hub database %s: %w", path, err)
-	}
-	f.Close()
-	q := url.Values{}
-	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "NORMAL")
-	q.Set("_foreign_keys", "1")
-	q.Set("_txlock", "immediate")
-	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String())
+	db, abs, err := sqldb.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open hub database %s: %w", path, err)
 	}
@@ -158,44 +136,15 @@ func OpenSQLite(path string) (*SQLite, error) {
 func (s *SQLite) Close() error { return s.db.Close() }
 
 func (s *SQLite) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var v int
-		switch err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&v); {
-		case errors.Is(err, sql.ErrNoRows):
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		case err != nil:
-			return fmt.Errorf("migrate: read schema version: %w", err)
-		}
-		if v > len(sqliteMigrations) {
-			return fmt.Errorf("the hub database has schema version %d, newer than this hub supports (%d): upgrade station", v, len(sqliteMigrations))
-		}
-		for ; v < len(sqliteMigrations); v++ {
-			if _, err := tx.ExecContext(ctx, sqliteMigrations[v]); err != nil {
-				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
-			}
-		}
-		_, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, v)
-		return err
+	return sqldb.Migrate(ctx, s.db, sqliteMigrations, func(have, supported int) error {
+		return fmt.Errorf("the hub database has schema version %d, newer than this hub supports (%d): upgrade station", have, supported)
 	})
 }
 
 // tx runs fn in a write transaction (BEGIN IMMEDIATE), committing if fn
 // returns nil.
 func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return sqldb.Tx(ctx, s.db, fn)
 }
 
 func nanos(t time.Time) int64 { return t.UnixNano() }

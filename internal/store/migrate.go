@@ -2,8 +2,9 @@ package store
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
+
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // migrations are the schema changes, in order: migrations[i] takes the
@@ -156,33 +157,7 @@ const SchemaVersion = 4
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL) STRICT`); err != nil {
-			return fmt.Errorf("migrate: %w", err)
-		}
-		var version int
-		err := tx.QueryRowContext(ctx, `SELECT version FROM schema_version`).Scan(&version)
-		switch {
-		case err == sql.ErrNoRows:
-			if _, err := tx.ExecContext(ctx, `INSERT INTO schema_version (version) VALUES (0)`); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		case err != nil:
-			return fmt.Errorf("migrate: read schema version: %w", err)
-		}
-		if version > SchemaVersion {
-			return fmt.Errorf("the database has schema version %d, newer than this station supports (%d): upgrade station, or use a different STATION_HOME", version, SchemaVersion)
-		}
-		for v := version; v < len(migrations); v++ {
-			if _, err := tx.ExecContext(ctx, migrations[v]); err != nil {
-				return fmt.Errorf("migrate to schema version %d: %w", v+1, err)
-			}
-		}
-		if version < SchemaVersion {
-			if _, err := tx.ExecContext(ctx, `UPDATE schema_version SET version = ?`, SchemaVersion); err != nil {
-				return fmt.Errorf("migrate: %w", err)
-			}
-		}
-		return nil
+	return sqldb.Migrate(ctx, s.db, migrations, func(have, _ int) error {
+		return fmt.Errorf("the database has schema version %d, newer than this station supports (%d): upgrade station, or use a different STATION_HOME", have, SchemaVersion)
 	})
 }

@@ -20,12 +20,9 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"net/url"
-	"os"
-	"path/filepath"
 	"time"
 
-	_ "modernc.org/sqlite" // the "sqlite" database/sql driver
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // ErrNotFound is wrapped by the errors of lookups that find nothing.
@@ -33,7 +30,7 @@ var ErrNotFound = errors.New("not found")
 
 // busyTimeout is how long a statement waits for another connection's write
 // lock before failing with SQLITE_BUSY.
-const busyTimeout = 10 * time.Second
+const busyTimeout = sqldb.BusyTimeout
 
 // Store is an open station database. It is safe for concurrent use.
 type Store struct {
@@ -44,29 +41,7 @@ type Store struct {
 // Open opens the database at path, creating it (mode 0600, and its
 // directory, mode 0700) if needed, and migrates it to the current schema.
 func Open(path string) (*Store, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	if err := os.MkdirAll(filepath.Dir(abs), 0o700); err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	// Create the file ourselves so that it is private to the user: the
-	// audit log names what modules did.
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", path, err)
-	}
-	f.Close()
-
-	q := url.Values{}
-	q.Set("_busy_timeout", fmt.Sprint(busyTimeout.Milliseconds()))
-	q.Set("_journal_mode", "WAL")
-	q.Set("_synchronous", "NORMAL")
-	q.Set("_foreign_keys", "1")
-	q.Set("_txlock", "immediate")
-	dsn := (&url.URL{Scheme: "file", Path: abs, RawQuery: q.Encode()}).String()
-	db, err := sql.Open("sqlite", dsn)
+	db, abs, err := sqldb.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", path, err)
 	}
@@ -88,15 +63,7 @@ func (s *Store) Path() string { return s.path }
 
 // tx runs fn in a write transaction, committing if fn returns nil.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
-	tx, err := s.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	if err := fn(tx); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit()
+	return sqldb.Tx(ctx, s.db, fn)
 }
 
 // Times are stored as Unix nanoseconds; these bound the representable
