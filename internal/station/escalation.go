@@ -102,6 +102,17 @@ func subprocessEscalations(approved, next Permissions) []string {
 		}
 		return nil
 	}
+	known := func(p Permissions) bool {
+		switch p.Subprocess.(type) {
+		case nil, bool, map[string][]string, map[string]any:
+			return true
+		}
+		return false
+	}
+	if !known(next) {
+		// A form this code does not read: fail closed.
+		return []string{fmt.Sprintf("MAY NOW START PROGRAMS (%v)", next.Subprocess)}
+	}
 	if anyOf(next) {
 		if anyOf(approved) {
 			return nil

@@ -1,7 +1,9 @@
 package station
 
 import (
+	"encoding/json"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/station-dev/station/internal/execgate"
@@ -62,6 +64,23 @@ func TestEscalations(t *testing.T) {
 		if got := Escalations(base, c.next); !slices.Equal(got, c.want) {
 			t.Errorf("%s: Escalations = %q, want %q", c.name, got, c.want)
 		}
+	}
+
+	// A subprocess form Escalations does not read fails closed.
+	if got := Escalations(base, with(func(p *Permissions) { p.Subprocess = []string{"sh"} })); len(got) != 1 || !strings.HasPrefix(got[0], "MAY NOW START PROGRAMS") {
+		t.Errorf("unknown subprocess form: %q, want an escalation", got)
+	}
+	// Approvals come back from the store as JSON: the same comparison holds.
+	var stored Permissions
+	raw, _ := json.Marshal(base)
+	if err := json.Unmarshal(raw, &stored); err != nil {
+		t.Fatal(err)
+	}
+	if got := Escalations(stored, base); len(got) != 0 {
+		t.Errorf("base against its own JSON round trip: %q", got)
+	}
+	if got := Escalations(stored, with(func(p *Permissions) { p.Subprocess = map[string][]string{"allow": {"git", "curl"}} })); !slices.Equal(got, []string{"MAY NOW START curl"}) {
+		t.Errorf("after a JSON round trip: %q", got)
 	}
 
 	// From nothing, everything is an escalation.
