@@ -60,7 +60,7 @@ func newLLM(cfg *config.Config, opts Options, st *store.Store, rec sandbox.Recor
 		}
 		c = client
 	}
-	b := &llmBroker{c: c, store: st, rec: rec, log: opts.Logger, now: time.Now, reserved: map[string]int64{}}
+	b := &llmBroker{c: c, store: st, rec: rec, log: opts.Logger, now: time.Now}
 	if m, ok := c.(interface{ Model() string }); ok {
 		b.model = m.Model()
 	}
@@ -89,10 +89,122 @@ type llmBroker struct {
 	log   *slog.Logger
 	now   func() time.Time
 
-	mu sync.Mutex
-	// reserved holds, per module, the completion tokens calls in flight
-	// may still use, so concurrent calls cannot together exceed a budget.
-	reserved map[string]int64
+	// appendUsage records a call's usage; nil means store.AppendLLMUsage.
+	appendUsage func(context.Context, store.LLMRecord) error
+
+	mu       sync.Mutex // guards accounts and each account's calls
+	accounts map[string]*llmAccount
+}
+
+// llmAccount is what the broker knows of one budgeted module's spending
+// beyond the store: the tokens its calls in flight may still use, so that
+// concurrent calls cannot together exceed the budget, and the tokens of
+// calls whose usage the store failed to record. A call's tokens are always
+// in at least one of the store and the account.
+type llmAccount struct {
+	calls int // calls using the account, guarded by llmBroker.mu
+
+	// mu is held while a call reads the module's usage and reserves: the
+	// read and the reservation are one step, so no call can settle in
+	// between unseen. It is never held across a provider call.
+	mu         sync.Mutex
+	reserved   int64
+	unrecorded []store.LLMRecord
+}
+
+// account returns module's account, for one call; leave gives it back.
+func (b *llmBroker) account(module string) *llmAccount {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.accounts == nil {
+		b.accounts = map[string]*llmAccount{}
+	}
+	a := b.accounts[module]
+	if a == nil {
+		a = &llmAccount{}
+		b.accounts[module] = a
+	}
+	a.calls++
+	return a
+}
+
+// leave ends a call's use of module's account and forgets the account
+// when no call uses it and it holds nothing the store lacks. A call that
+// holds the account keeps it in the map, so concurrent calls of a module
+// always share one account.
+func (b *llmBroker) leave(module string, a *llmAccount) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	a.calls--
+	if a.calls > 0 {
+		return
+	}
+	a.mu.Lock()
+	empty := a.reserved == 0 && len(a.unrecorded) == 0
+	a.mu.Unlock()
+	if empty {
+		delete(b.accounts, module)
+	}
+}
+
+// reserve reads what the module has used in the window and reserves the
+// request's estimated prompt and its max_tokens, which it lowers to what is
+// left, in one critical section. It returns the usage, the reservation, and
+// why the request is refused ("" if it is not).
+func (b *llmBroker) reserve(ctx context.Context, a *llmAccount, g host.LLMGrant, req *llm.Request) (used, reserved int64, denial string, err error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	since := b.now().Add(-BudgetWindow)
+	used, err = b.store.LLMTokensSince(ctx, g.Module, since)
+	if err != nil {
+		// Without the usage the budget cannot be enforced: fail closed.
+		return 0, 0, "", fmt.Errorf("llm: check the module's budget: %w", err)
+	}
+	kept := a.unrecorded[:0]
+	for _, r := range a.unrecorded {
+		if !r.Time.Before(since) {
+			kept = append(kept, r)
+			used += r.Tokens()
+		}
+	}
+	a.unrecorded = kept
+	left := g.BudgetTokensPerDay - used - a.reserved
+	if left <= 0 {
+		if a.reserved > 0 {
+			return used, 0, fmt.Sprintf("has used its budget: %d of %d tokens in the last 24 hours, and calls in flight may use %d more (requires.llm.budget_tokens_per_day)", used, g.BudgetTokensPerDay, a.reserved), nil
+		}
+		return used, 0, fmt.Sprintf("has used its budget: %d of %d tokens in the last 24 hours (requires.llm.budget_tokens_per_day); it frees up as that usage ages", used, g.BudgetTokensPerDay), nil
+	}
+	// The prompt counts too: estimated before the call, it must fit in
+	// what is left, and it is reserved with the completion.
+	prompt := int64(estimateUsage(*req, "").PromptTokens)
+	if prompt >= left {
+		return used, 0, fmt.Sprintf("sends a prompt of about %d tokens; %d of its %d tokens in the last 24 hours are left (requires.llm.budget_tokens_per_day)", prompt, left, g.BudgetTokensPerDay), nil
+	}
+	// The completion may use at most what the prompt leaves of the
+	// budget. A request with no bound gets BudgetedMaxTokens: sending the
+	// whole remaining budget would exceed what models accept as
+	// max_tokens.
+	if req.MaxTokens == 0 {
+		req.MaxTokens = BudgetedMaxTokens
+	}
+	if int64(req.MaxTokens) > left-prompt {
+		req.MaxTokens = int(left - prompt)
+	}
+	reserved = prompt + int64(req.MaxTokens)
+	a.reserved += reserved
+	return used, reserved, "", nil
+}
+
+// settle releases a call's reservation once its usage is in the store, and
+// keeps the usage the store did not record (unrecorded, if not nil).
+func (a *llmAccount) settle(reserved int64, unrecorded *store.LLMRecord) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.reserved -= reserved
+	if unrecorded != nil {
+		a.unrecorded = append(a.unrecorded, *unrecorded)
+	}
 }
 
 func (b *llmBroker) complete(ctx context.Context, g host.LLMGrant, req llm.Request) (*llm.Response, error) {
@@ -120,52 +232,23 @@ func (b *llmBroker) complete(ctx context.Context, g host.LLMGrant, req llm.Reque
 			req.MaxTokens = g.MaxTokensPerCall
 		}
 	}
-	var used, reserved int64
+	var used int64
+	var unrecorded *store.LLMRecord
 	if g.BudgetTokensPerDay > 0 {
+		acct := b.account(g.Module)
+		defer b.leave(g.Module, acct)
+		var reserved int64
+		var denial string
 		var err error
-		used, err = b.store.LLMTokensSince(ctx, g.Module, b.now().Add(-BudgetWindow))
+		used, reserved, denial, err = b.reserve(ctx, acct, g, &req)
 		if err != nil {
-			// Without the usage the budget cannot be enforced: fail closed.
-			return nil, fmt.Errorf("llm: check the module's budget: %w", err)
+			return nil, err
 		}
-		b.mu.Lock()
-		left := g.BudgetTokensPerDay - used - b.reserved[g.Module]
-		if left <= 0 {
-			inFlight := b.reserved[g.Module]
-			b.mu.Unlock()
-			reason := fmt.Sprintf("has used its budget: %d of %d tokens in the last 24 hours (requires.llm.budget_tokens_per_day); it frees up as that usage ages", used, g.BudgetTokensPerDay)
-			if inFlight > 0 {
-				reason = fmt.Sprintf("has used its budget: %d of %d tokens in the last 24 hours, and calls in flight may use %d more (requires.llm.budget_tokens_per_day)", used, g.BudgetTokensPerDay, inFlight)
-			}
-			return nil, deny(reason)
+		if denial != "" {
+			return nil, deny(denial)
 		}
-		// The prompt counts too: estimated before the call, it must fit in
-		// what is left, and it is reserved with the completion.
-		prompt := int64(estimateUsage(req, "").PromptTokens)
-		if prompt >= left {
-			b.mu.Unlock()
-			return nil, deny(fmt.Sprintf("sends a prompt of about %d tokens; %d of its %d tokens in the last 24 hours are left (requires.llm.budget_tokens_per_day)", prompt, left, g.BudgetTokensPerDay))
-		}
-		// The completion may use at most what the prompt leaves of the
-		// budget. A request with no bound gets BudgetedMaxTokens: sending
-		// the whole remaining budget would exceed what models accept as
-		// max_tokens.
-		if req.MaxTokens == 0 {
-			req.MaxTokens = BudgetedMaxTokens
-		}
-		if int64(req.MaxTokens) > left-prompt {
-			req.MaxTokens = int(left - prompt)
-		}
-		reserved = prompt + int64(req.MaxTokens)
-		b.reserved[g.Module] += reserved
-		b.mu.Unlock()
-		defer func() {
-			b.mu.Lock()
-			if b.reserved[g.Module] -= reserved; b.reserved[g.Module] <= 0 {
-				delete(b.reserved, g.Module)
-			}
-			b.mu.Unlock()
-		}()
+		// Released when the call returns: after its usage is in the store.
+		defer func() { acct.settle(reserved, unrecorded) }()
 	}
 
 	resp, err := b.c.Complete(ctx, req)
@@ -186,8 +269,19 @@ func (b *llmBroker) complete(ctx context.Context, g host.LLMGrant, req llm.Reque
 		estimated = true
 	}
 	rec := store.LLMRecord{Time: b.now().UTC(), Module: g.Module, Trace: call.TraceName(), Model: resp.Model, PromptTokens: u.PromptTokens, CompletionTokens: u.CompletionTokens}
-	if err := b.store.AppendLLMUsage(context.WithoutCancel(ctx), rec); err != nil && b.log != nil {
-		b.log.Error(fmt.Sprintf("module %s: llm usage not recorded: %v", g.Module, err))
+	// The usage is in the store before the reservation is released, so a
+	// call admitted in between counts these tokens once or twice, never
+	// not at all. If the store refuses it, the module's account keeps the
+	// tokens until they leave the window.
+	appendUsage := b.appendUsage
+	if appendUsage == nil {
+		appendUsage = b.store.AppendLLMUsage
+	}
+	if err := appendUsage(context.WithoutCancel(ctx), rec); err != nil {
+		unrecorded = &rec
+		if b.log != nil {
+			b.log.Error(fmt.Sprintf("module %s: llm usage not recorded: %v", g.Module, err))
+		}
 	}
 	reason := fmt.Sprintf("%d prompt + %d completion tokens", u.PromptTokens, u.CompletionTokens)
 	if estimated {

@@ -44,7 +44,7 @@ func newBroker(t *testing.T, c llm.Completer) (*llmBroker, *decisions, *store.St
 	}
 	t.Cleanup(func() { st.Close() })
 	rec := &decisions{}
-	return &llmBroker{c: c, model: "station-model", store: st, rec: rec, now: time.Now, reserved: map[string]int64{}}, rec, st
+	return &llmBroker{c: c, model: "station-model", store: st, rec: rec, now: time.Now}, rec, st
 }
 
 // A grant that is not enabled is refused and audited even if a host ever
@@ -173,8 +173,8 @@ func TestBrokerProviderFailure(t *testing.T) {
 	if n, _ := st.LLMTokensSince(context.Background(), "a/b", time.Time{}); n != 0 {
 		t.Errorf("a failed call was charged %d tokens", n)
 	}
-	if len(b.reserved) != 0 {
-		t.Errorf("reservations left behind: %v", b.reserved)
+	if len(b.accounts) != 0 {
+		t.Errorf("reservations left behind: %v", b.accounts)
 	}
 }
 
@@ -266,7 +266,7 @@ func BenchmarkBroker(b *testing.B) {
 			defer st.Close()
 			br := &llmBroker{c: completerFunc(func(context.Context, llm.Request) (*llm.Response, error) {
 				return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: 10, CompletionTokens: 5}}, nil
-			}), model: "m", store: st, rec: sandbox.Discard, now: time.Now, reserved: map[string]int64{}}
+			}), model: "m", store: st, rec: sandbox.Discard, now: time.Now}
 			g := host.LLMGrant{Module: "a/b", LLM: bc.grant}
 			req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}
 			b.ResetTimer()
@@ -277,4 +277,138 @@ func BenchmarkBroker(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestBrokerBudgetExactUnderConcurrency (issue 11, defect 6): with a
+// provider that charges exactly what the broker reserves (the estimated
+// prompt and every completion token allowed), many concurrent callers of one
+// module never spend more than its budget. The broker used to read the
+// module's usage before taking its lock, so a call that recorded its usage
+// and released its reservation in between was counted by neither, and 32
+// callers overspent a budget of 2000 by 50–60 tokens.
+func TestBrokerBudgetExactUnderConcurrency(t *testing.T) {
+	exact := completerFunc(func(_ context.Context, r llm.Request) (*llm.Response, error) {
+		u := estimateUsage(r, "")
+		return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: u.PromptTokens, CompletionTokens: r.MaxTokens}}, nil
+	})
+	tests := []struct {
+		callers, calls int
+		perCall        int
+		budget         int64
+	}{
+		{64, 8, 7, 2000},
+		{64, 4, 0, 2000}, // no cap: every call reserves what is left
+		{32, 16, 3, 997},
+		{64, 8, 1, 300},
+	}
+	for _, tt := range tests {
+		b, _, st := newBroker(t, exact)
+		g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, MaxTokensPerCall: tt.perCall, BudgetTokensPerDay: tt.budget}}
+		req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "four"}}} // 1 prompt token
+		var wg sync.WaitGroup
+		var ok atomic.Int64
+		for range tt.callers {
+			wg.Go(func() {
+				for range tt.calls {
+					_, err := b.complete(context.Background(), g, req)
+					var v *sandbox.Violation
+					switch {
+					case err == nil:
+						ok.Add(1)
+					case !errors.As(err, &v):
+						t.Errorf("not a denial: %v", err)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		got, err := st.LLMTokensSince(context.Background(), "a/b", time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got > tt.budget {
+			t.Errorf("%d callers × %d calls, cap %d: %d calls spent %d tokens, over the budget of %d", tt.callers, tt.calls, tt.perCall, ok.Load(), got, tt.budget)
+		}
+		if ok.Load() == 0 {
+			t.Errorf("%+v: no call was allowed", tt)
+		}
+		if len(b.accounts) != 0 {
+			t.Errorf("%+v: reservations left behind: %v", tt, b.accounts)
+		}
+	}
+}
+
+// Tokens the store failed to record still count against the budget until
+// they leave the window: they are in the store or in the broker's account,
+// never in neither.
+func TestBrokerBudgetKeepsUnrecordedUsage(t *testing.T) {
+	b, _, st := newBroker(t, completerFunc(func(_ context.Context, r llm.Request) (*llm.Response, error) {
+		return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: 1, CompletionTokens: r.MaxTokens}}, nil
+	}))
+	now := time.Date(2026, 11, 2, 12, 0, 0, 0, time.UTC)
+	b.now = func() time.Time { return now }
+	var fail atomic.Bool
+	b.appendUsage = func(ctx context.Context, r store.LLMRecord) error {
+		if fail.Load() {
+			return errors.New("disk full")
+		}
+		return st.AppendLLMUsage(ctx, r)
+	}
+	g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, MaxTokensPerCall: 10, BudgetTokensPerDay: 30}}
+	req := llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}
+	ask := func() error { _, err := b.complete(context.Background(), g, req); return err }
+
+	fail.Store(true)
+	if err := ask(); err != nil { // 11 tokens, not recorded
+		t.Fatal(err)
+	}
+	fail.Store(false)
+	if err := ask(); err != nil { // 11 tokens, recorded
+		t.Fatal(err)
+	}
+	if err := ask(); err != nil { // the 8 left
+		t.Fatal(err)
+	}
+	var v *sandbox.Violation
+	if err := ask(); !errors.As(err, &v) || !strings.Contains(v.Reason, "30 of 30 tokens") {
+		t.Errorf("with 11 unrecorded and 19 recorded tokens of 30: %v, want refused", err)
+	}
+	now = now.Add(BudgetWindow + time.Second)
+	if err := ask(); err != nil {
+		t.Errorf("a day later: %v", err)
+	}
+	if len(b.accounts) != 0 {
+		t.Errorf("accounts left behind after the unrecorded usage aged: %v", b.accounts)
+	}
+}
+
+// The budget's critical section is the read and the reservation, not the
+// provider's answer: calls of one module wait for the provider together.
+func TestBrokerBudgetDoesNotSerializeCalls(t *testing.T) {
+	const n = 8
+	var inside sync.WaitGroup
+	inside.Add(n)
+	all := make(chan struct{})
+	go func() { inside.Wait(); close(all) }()
+	b, _, _ := newBroker(t, completerFunc(func(ctx context.Context, r llm.Request) (*llm.Response, error) {
+		inside.Done()
+		select {
+		case <-all:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		return &llm.Response{Model: "m", Content: "ok", Usage: llm.Usage{PromptTokens: 1, CompletionTokens: 1}}, nil
+	}))
+	g := host.LLMGrant{Module: "a/b", LLM: manifest.LLM{Enabled: true, MaxTokensPerCall: 10, BudgetTokensPerDay: 1000}}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if _, err := b.complete(ctx, g, llm.Request{Messages: []llm.Message{{Role: "user", Content: "x"}}}); err != nil {
+				t.Errorf("call: %v (were the calls serialized?)", err)
+			}
+		})
+	}
+	wg.Wait()
 }
