@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -20,8 +21,10 @@ import (
 type platform struct {
 	ns          nsMode
 	nsErr       string // why there are no namespaces
-	landlock    int    // Landlock ABI version, 0 if unavailable
-	landlockErr string // why Landlock is unusable although the kernel has it
+	landlock    int    // Landlock ABI version children get, 0 if none
+
+	kernelLandlock int    // the kernel's Landlock ABI version, 0 if it has none
+	landlockErr    string // why Landlock cannot be applied although the kernel has it
 }
 
 // nsMode is how children get their own namespaces.
@@ -34,6 +37,9 @@ type nsMode struct {
 // currentPlatform probes once; tests replace it to simulate other platforms.
 var currentPlatform = sync.OnceValue(detectPlatform)
 
+// detectPlatform finds out which namespaces children can get and whether
+// Landlock can be enforced, by starting probe children exactly as Run
+// starts a program (see probe).
 func detectPlatform() platform {
 	var p platform
 	const ns = unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWIPC
@@ -57,43 +63,62 @@ func detectPlatform() platform {
 	if p.ns.flags == 0 {
 		p.nsErr = strings.Join(errs, "; ")
 	}
-	if v := landlockABI(); v > 0 {
-		if err := probe(platform{ns: p.ns, landlock: v}); err != nil {
-			p.landlockErr = fmt.Sprintf("Landlock ABI %d: %v", v, err)
+	p.kernelLandlock = landlockABI()
+	if p.kernelLandlock > 0 {
+		if err := probe(platform{ns: p.ns, landlock: p.kernelLandlock}); err != nil {
+			p.landlockErr = fmt.Sprintf("Landlock ABI %d is enabled but cannot be applied: %v", p.kernelLandlock, err)
 		} else {
-			p.landlock = v
+			p.landlock = p.kernelLandlock
 		}
 	}
 	return p
 }
 
-// probe starts a child the way Run would, on a thread of its own that is
-// discarded afterwards, with a program that cannot exist: ENOENT from exec
-// means the clone, the id maps, the privilege drop and the Landlock rules
-// all worked.
+// probe starts a child through the launcher, with the rules a call of a
+// typical gate gets (built by newConfinement, as for every gate: the system
+// roots, a work dir, a read dir, a scratch dir), and a program that cannot
+// exist: the launcher's report "exec ...: no such file or directory" means
+// the clone, the id maps, the privilege drop, the Landlock ruleset and the
+// seccomp filter all worked.
 func probe(p platform) error {
-	c := confinement{platform: p}
-	rules, err := c.prepare(os.TempDir())
+	tmp, err := os.MkdirTemp("", "station-exec-probe-")
 	if err != nil {
 		return err
 	}
+	defer os.RemoveAll(tmp)
+	dirs := make([]string, 3)
+	for i, name := range []string{"work", "read", "scratch"} {
+		dirs[i] = filepath.Join(realish(tmp), name)
+		if err := os.Mkdir(dirs[i], 0o700); err != nil {
+			return err
+		}
+	}
+	set, err := Operator{Excluded: []string{dirs[0]}}.settings()
+	if err != nil {
+		return err
+	}
+	c := confinementFor(p, set, dirs[:1], dirs[:2], nil)
+	const missing = "/proc/self/execgate-probe-does-not-exist"
+	cmd := exec.Command(missing)
+	cmd.Dir = dirs[2]
 	errc := make(chan error, 1)
 	go func() {
-		runtime.LockOSThread() // never unlocked: the thread dies with this goroutine
-		if err := c.apply(rules); err != nil {
-			errc <- err
-			return
-		}
-		_, err := syscall.ForkExec("/proc/self/execgate-probe-does-not-exist", []string{"probe"},
-			&syscall.ProcAttr{Sys: c.sysProcAttr()})
-		if errors.Is(err, syscall.ENOENT) {
-			err = nil
-		} else if err == nil {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		err := c.start(cmd, dirs[2])
+		if err == nil {
+			cmd.Process.Kill()
+			cmd.Wait()
 			err = errors.New("the probe program exists")
 		}
 		errc <- err
 	}()
-	return <-errc
+	err = <-errc
+	var le *launchError
+	if errors.As(err, &le) && le.Stage == "exec" && le.Errno == syscall.ENOENT {
+		return nil
+	}
+	return err
 }
 
 // landlockABI returns the kernel's Landlock ABI version, or 0.
@@ -111,6 +136,8 @@ type confinement struct {
 	execRoots []string // where children may execute files (Landlock)
 	readRoots []string // where children may read files and list directories (Landlock)
 	workDirs  []string // where children may write, with the call's scratch dir
+
+	breakRules bool // tests: hand the launcher /dev/null as its ruleset
 }
 
 // systemRoots are the trees children may execute programs from, besides
@@ -128,7 +155,13 @@ var readableRoots = []string{"/etc", "/proc", "/sys",
 	"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom"}
 
 func newConfinement(set *settings, workDirs, readDirs, programDirs []string) confinement {
-	c := confinement{platform: currentPlatform(), workDirs: workDirs}
+	return confinementFor(currentPlatform(), set, workDirs, readDirs, programDirs)
+}
+
+// confinementFor is newConfinement on platform p: the one constructor of
+// every gate's rules and of the probe's.
+func confinementFor(p platform, set *settings, workDirs, readDirs, programDirs []string) confinement {
+	c := confinement{platform: p, workDirs: workDirs}
 	if c.landlock == 0 {
 		return c
 	}
@@ -194,13 +227,25 @@ func cover(root string, avoid []string, depth int) []string {
 	return out
 }
 
-func (c confinement) isolated() bool { return c.ns.flags&unix.CLONE_NEWNET != 0 }
+// filesState reports the Landlock ABI children get, or 0 and why none.
+func (p platform) filesState() (int, string) {
+	switch {
+	case p.landlock > 0:
+		return p.landlock, ""
+	case p.landlockErr != "":
+		return 0, p.landlockErr
+	default:
+		return 0, "the kernel has no Landlock (Linux 5.13 or later with the landlock LSM enabled)"
+	}
+}
 
-func (c confinement) unavailable() string {
-	if c.nsErr == "" {
+func (p platform) isolated() bool { return p.ns.flags&unix.CLONE_NEWNET != 0 }
+
+func (p platform) unavailable() string {
+	if p.nsErr == "" {
 		return "no namespaces"
 	}
-	return c.nsErr
+	return p.nsErr
 }
 
 // String describes the confinement for the station's log.
@@ -221,12 +266,10 @@ func (c confinement) String() string {
 	default:
 		parts = append(parts, "privileges: no_new_privs")
 	}
-	if c.landlock > 0 {
-		parts = append(parts, fmt.Sprintf("files: Landlock ABI %d, reads only in system directories and the module's own trees, writes only in work dirs and a scratch dir, programs only from system directories", c.landlock))
-	} else if c.landlockErr != "" {
-		parts = append(parts, "files: not confined ("+c.landlockErr+")")
+	if v, why := c.filesState(); v > 0 {
+		parts = append(parts, fmt.Sprintf("files: Landlock ABI %d, reads only in system directories and the module's own trees, writes only in work dirs and a scratch dir, programs only from system directories", v))
 	} else {
-		parts = append(parts, "files: not confined (no Landlock)")
+		parts = append(parts, "files: NOT confined ("+why+")")
 	}
 	parts = append(parts, "metadata: no chmod/chown/utimes (seccomp)")
 	return strings.Join(parts, "; ")
@@ -269,9 +312,9 @@ type rulesetAttr struct {
 
 // prepare builds the Landlock ruleset for one call: execute beneath the
 // exec roots; write beneath the work dirs and scratch; write to the null
-// devices; read beneath the read roots, the work dirs and scratch; and,
-// with a user namespace, write to /proc, where Go writes the child's id maps
-// from this thread.
+// devices; read beneath the read roots, the work dirs and scratch. Nothing
+// else: the station's thread that writes a child's id maps is not confined
+// (the launcher confines the child), so no rule serves the station.
 func (c confinement) prepare(scratch string) (*ruleset, error) {
 	if c.landlock == 0 {
 		return nil, nil
@@ -348,59 +391,66 @@ func (c confinement) prepare(scratch string) (*ruleset, error) {
 			return fail(err)
 		}
 	}
-	if c.ns.userns {
-		if err := add("/proc", unix.LANDLOCK_ACCESS_FS_WRITE_FILE, true); err != nil {
-			return fail(err)
-		}
-	}
 	return r, nil
 }
 
-// apply confines the calling thread, which must be locked and must never be
-// unlocked: children it starts inherit no_new_privs, the cleared capability
-// sets, the Landlock domain and the seccomp filter (seccomp_linux.go); Go's
-// runtime never clones new threads from a locked thread, so nothing else
-// inherits them. It closes r.
-func (c confinement) apply(r *ruleset) error {
-	if r != nil {
-		defer unix.Close(r.fd)
+// start starts cmd's program (cmd.Path, cmd.Args, cmd.Env) confined by c,
+// with scratch as the call's scratch directory: it execs the launcher
+// (launch_linux.go) in the child's namespaces, which confines itself and
+// then execs the program. The calling goroutine must be locked to its
+// thread until the child is reaped, because Pdeathsig is tied to the thread
+// that forked. start returns once the program runs, or with the launcher's
+// *launchError — then nothing ran unconfined and the launcher was reaped.
+func (c confinement) start(cmd *exec.Cmd, scratch string) error {
+	rules, err := c.prepare(scratch)
+	if err != nil {
+		return &launchError{Stage: "rules", Message: err.Error()}
 	}
-	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
-		return fmt.Errorf("no_new_privs: %w", err)
-	}
-	if err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("clear ambient capabilities: %w", err)
-	}
-	if c.ns.dropCaps {
-		for capability := uintptr(0); ; capability++ {
-			err := unix.Prctl(unix.PR_CAPBSET_DROP, capability, 0, 0, 0)
-			if errors.Is(err, unix.EINVAL) {
-				break // past the last capability
-			}
-			if err != nil {
-				return fmt.Errorf("drop capability %d from the bounding set: %w", capability, err)
-			}
-		}
-		hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-		var data [2]unix.CapUserData
-		if err := unix.Capget(&hdr, &data[0]); err != nil {
-			return fmt.Errorf("capget: %w", err)
-		}
-		data[0].Inheritable, data[1].Inheritable = 0, 0
-		if err := unix.Capset(&hdr, &data[0]); err != nil {
-			return fmt.Errorf("capset: %w", err)
+	if rules != nil && c.breakRules {
+		unix.Close(rules.fd)
+		if rules.fd, err = unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+			return err
 		}
 	}
-	if r != nil {
-		if _, _, errno := unix.Syscall(unix.SYS_LANDLOCK_RESTRICT_SELF, uintptr(r.fd), 0, 0); errno != 0 {
-			return fmt.Errorf("landlock_restrict_self: %w", errno)
+	extra, report, err := launcherFiles(rules)
+	if err != nil {
+		if rules != nil {
+			unix.Close(rules.fd)
 		}
+		return err
 	}
-	return applySeccomp()
+	var flags []string
+	if rules != nil {
+		flags = append(flags, "landlock")
+	}
+	if c.ns.dropCaps || (c.ns.userns && os.Geteuid() == 0) {
+		flags = append(flags, "caps")
+	}
+	env := cmd.Env
+	if env == nil {
+		env = []string{}
+	}
+	cmd.Args = launchArgs(flags, cmd.Path, env, cmd.Args)
+	cmd.Path = launcherPath()
+	cmd.Env = []string{}
+	cmd.ExtraFiles = extra
+	cmd.SysProcAttr = c.sysProcAttr()
+	err = cmd.Start()
+	for _, f := range extra {
+		f.Close()
+	}
+	if err != nil {
+		report.Close()
+		return err
+	}
+	err = readReport(report)
+	report.Close()
+	if err != nil {
+		cmd.Wait()
+		return err
+	}
+	return nil
 }
-
-// lockThread locks the calling goroutine to its thread for good.
-func lockThread() { runtime.LockOSThread() }
 
 // waitExited blocks until process pid has exited, without reaping it. It
 // reports whether it could.

@@ -3,14 +3,16 @@
 package execgate
 
 import (
+	"os/exec"
 	"runtime"
 	"sync"
 	"syscall"
 )
 
 // platform is what this system lets the gate do. Outside Linux there are no
-// namespaces and no Landlock: children cannot be cut off from the network,
-// so a gate exists only where the operator set AllowNetwork.
+// namespaces and no Landlock: children cannot be cut off from the network
+// or from files, so a gate exists only where the operator set AllowNetwork,
+// and it starts children only where the operator set AllowUnconfinedFiles.
 type platform struct {
 	nsErr string
 }
@@ -19,29 +21,36 @@ var currentPlatform = sync.OnceValue(func() platform {
 	return platform{nsErr: "no network namespaces on " + runtime.GOOS}
 })
 
-type confinement struct{ platform }
+func (p platform) isolated() bool      { return false }
+func (p platform) unavailable() string { return p.nsErr }
+func (p platform) filesState() (int, string) {
+	return 0, "no Landlock on " + runtime.GOOS
+}
 
-type ruleset struct{}
+type confinement struct{ platform }
 
 func newConfinement(set *settings, workDirs, readDirs, programDirs []string) confinement {
 	return confinement{platform: currentPlatform()}
 }
 
-func (c confinement) isolated() bool      { return false }
-func (c confinement) unavailable() string { return c.nsErr }
-
 func (c confinement) String() string {
-	return "network: the host's (operator allowed it; " + c.nsErr + "); processes: own session and process group, killed with the call; files: not confined"
+	return "network: the host's (operator allowed it; " + c.nsErr + "); processes: own session and process group, killed with the call; files: NOT confined (no Landlock on " + runtime.GOOS + ")"
 }
 
-func (c confinement) sysProcAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true}
+// launchError is why a program did not start.
+type launchError struct {
+	Stage   string
+	Errno   syscall.Errno
+	Message string
 }
 
-func (c confinement) prepare(string) (*ruleset, error) { return nil, nil }
-func (c confinement) apply(*ruleset) error             { return nil }
+func (e *launchError) Error() string { return "could not be confined (" + e.Stage + "): " + e.Message }
 
-func lockThread() {}
+// start starts cmd in a session of its own; there is nothing else to apply.
+func (c confinement) start(cmd *exec.Cmd, scratch string) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd.Start()
+}
 
 // waitExited cannot wait without reaping here; spawn kills the group after
 // reaping instead.

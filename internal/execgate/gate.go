@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -101,6 +102,7 @@ type Gate struct {
 	rec       sandbox.Recorder
 	maxOutput int64
 	conf      confinement
+	refusal   string // non-empty: children cannot be confined here, and none starts
 
 	// started, when set (by tests), is called with the child's pid right
 	// after it started.
@@ -201,9 +203,42 @@ func New(o Options) (*Gate, error) {
 	}
 	g.conf = newConfinement(set, g.workDirs, slices.Concat(readDirs, g.workDirs), programDirs)
 	if !g.conf.isolated() && !set.network {
-		return fail("children cannot be cut off from the network on this platform (%s); the operator must allow them the host network explicitly", g.conf.unavailable())
+		return fail("children cannot be cut off from the network on this platform (%s); the operator must allow them the host network explicitly (subprocess.allow_network: true)", g.conf.unavailable())
 	}
+	g.refusal = refusal(g.conf.platform, set)
 	return g, nil
+}
+
+// refusal is why no child may start under set on platform p, or "".
+func refusal(p platform, set *settings) string {
+	if v, why := p.filesState(); v == 0 && !set.files {
+		return "cannot be confined to the module's files on this machine (" + why + "), so the station does not start it; " +
+			"an operator who accepts that children can read and change every file the station's user can sets subprocess.allow_unconfined_files: true"
+	}
+	return ""
+}
+
+// Describe says in one line, for the operator approving a module, what a
+// granted program gets on this machine under the settings o: whether it
+// starts at all, and what confines it. The install prompt and `station
+// module show` print it; Gate.Confinement is the detailed form for the log.
+func Describe(o Operator) string {
+	p := currentPlatform()
+	const lead = "a program runs OUTSIDE WebAssembly"
+	if !p.isolated() && !o.AllowNetwork {
+		return lead + ", and on this machine it WILL NOT START: it cannot be cut off from the network here (" + p.unavailable() + "); the operator may allow the host network with subprocess.allow_network: true"
+	}
+	if r := refusal(p, &settings{files: o.AllowUnconfinedFiles}); r != "" {
+		return lead + ", and on this machine it WILL NOT START: it " + r
+	}
+	network := "has no network"
+	if !p.isolated() {
+		network = "HAS THE HOST'S NETWORK (no network namespaces here; subprocess.allow_network is set)"
+	}
+	if v, why := p.filesState(); v == 0 {
+		return lead + " and on this machine its files are NOT CONFINED (" + why + "; subprocess.allow_unconfined_files is set): it may read and change any file you can, and " + network
+	}
+	return lead + ", confined on this machine by Landlock: it may read system directories (/usr, /etc, ...) and the module's own directories, " + network + ", and writes only in the module's writable directories"
 }
 
 // checkProgram re-checks a stored program against the current settings.
@@ -302,6 +337,9 @@ func (g *Gate) Run(ctx context.Context, req *abi.ProcessRequest) (*abi.ProcessRe
 	}
 	if c.dirFD != nil {
 		defer c.dirFD.Close()
+	}
+	if g.refusal != "" {
+		return nil, g.deny(ctx, c.target, g.refusal)
 	}
 	g.rec.Record(sandbox.Decision{
 		Time:       time.Now(),
@@ -598,19 +636,22 @@ func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
 	cmd.Stdin = bytes.NewReader(c.stdin)
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	cmd.SysProcAttr = g.conf.sysProcAttr()
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = waitDelay
 
-	rules, err := g.conf.prepare(scratch)
-	if err != nil {
-		return nil, fmt.Errorf("run %s: confine: %w", c.name, err)
-	}
 	done := make(chan error, 1)
-	go g.spawn(cmd, rules, done)
+	go g.spawn(cmd, scratch, done)
 	err = <-done
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("run %s: %w", c.name, cerr)
+	}
+	var le *launchError
+	if errors.As(err, &le) {
+		if le.Stage == "exec" {
+			return nil, fmt.Errorf("run %s: %w", c.name, err)
+		}
+		// Fail closed: the program did not start.
+		return nil, g.deny(ctx, c.target, "was not started: it "+le.Error())
 	}
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) && !errors.Is(err, exec.ErrWaitDelay) {
@@ -624,18 +665,15 @@ func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
 	}, nil
 }
 
-// spawn starts cmd on an OS thread of its own, confines that thread first
-// (see confinement.apply), waits for the child and kills its process group
-// before reaping it. The thread is never unlocked, so Go discards it when
-// spawn returns: nothing it carries reaches another goroutine. It stays
-// alive while the child runs, as Pdeathsig ties the child to it.
-func (g *Gate) spawn(cmd *exec.Cmd, rules *ruleset, done chan<- error) {
-	lockThread()
-	if err := g.conf.apply(rules); err != nil {
-		done <- fmt.Errorf("confine: %w", err)
-		return
-	}
-	if err := cmd.Start(); err != nil {
+// spawn starts cmd through the launcher (confinement.start), waits for the
+// child and kills its process group before reaping it. It runs locked to
+// its OS thread from the start until the child is reaped, as Pdeathsig ties
+// the child to the thread that forked it; nothing changes that thread, so
+// it is unlocked afterwards.
+func (g *Gate) spawn(cmd *exec.Cmd, scratch string, done chan<- error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := g.conf.start(cmd, scratch); err != nil {
 		done <- err
 		return
 	}

@@ -482,7 +482,7 @@ func withPlatform(t *testing.T, p platform) {
 }
 
 func TestFailClosedWithoutNamespaces(t *testing.T) {
-	withPlatform(t, platform{nsErr: "simulated: no namespaces"})
+	withoutNamespaces(t, "simulated: no namespaces")
 	progs := must(Resolve([]string{"true"}, Operator{}))
 	_, err := New(Options{Module: "test/mod", Programs: progs})
 	if err == nil || !strings.Contains(err.Error(), "cannot be cut off from the network on this platform (simulated: no namespaces)") {
@@ -503,7 +503,7 @@ func TestFailClosedWithoutNamespaces(t *testing.T) {
 // TestNetworkControl shows that TestRunNoNetwork's probe does detect a
 // network: without namespaces (operator-allowed) the same child connects.
 func TestNetworkControl(t *testing.T) {
-	withPlatform(t, platform{nsErr: "simulated"})
+	withoutNamespaces(t, "simulated")
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -531,7 +531,7 @@ func TestNetworkControl(t *testing.T) {
 // call ends, and Run does not wait for a descendant that left the group and
 // holds the output pipes.
 func TestRunWithoutPIDNamespace(t *testing.T) {
-	withPlatform(t, platform{nsErr: "simulated"})
+	withoutNamespaces(t, "simulated")
 	op := Operator{GrantPrograms: []string{"sh"}, AllowNetwork: true}
 	g := systemGate(t, nil, []string{"sh"}, Options{Operator: op})
 	runKilled(t, g, "sleep 100 & sleep 100 & wait", 3, false)
@@ -667,9 +667,7 @@ func TestRunFilesystemConfined(t *testing.T) {
 	wd := t.TempDir()
 	outside := t.TempDir()
 	g := shellGate(t, nil, wd)
-	if g.conf.landlockABI() == 0 {
-		t.Skipf("no Landlock here: %s", g.Confinement())
-	}
+	requireLandlock(t, g)
 	planted := filepath.Join(wd, "planted")
 	copyFile(t, realPath(t, "/bin/true"), planted, 0o755)
 	cases := []struct {

@@ -44,6 +44,12 @@ type Operator struct {
 	// platform cannot give them a network namespace of their own. Without
 	// it such a gate is refused (New fails): the station fails closed.
 	AllowNetwork bool
+	// AllowUnconfinedFiles lets children run although this machine cannot
+	// confine them to the module's files (no Landlock, or Landlock that
+	// cannot be applied): they can then read and change any file the
+	// station's user can. Without it such a gate starts no child: every
+	// run is refused with the reason. The station fails closed.
+	AllowUnconfinedFiles bool
 }
 
 // Program is one allow entry as resolved at install. The station stores it
@@ -69,10 +75,11 @@ type settings struct {
 	grants     map[string]bool
 	any        bool
 	network    bool
+	files      bool // AllowUnconfinedFiles
 }
 
 func (op Operator) settings() (*settings, error) {
-	s := &settings{grants: map[string]bool{}, any: op.GrantAny, network: op.AllowNetwork}
+	s := &settings{grants: map[string]bool{}, any: op.GrantAny, network: op.AllowNetwork, files: op.AllowUnconfinedFiles}
 	for _, e := range op.Excluded {
 		if e == "" || !filepath.IsAbs(e) || strings.IndexByte(e, 0) >= 0 {
 			return nil, fmt.Errorf("excluded tree %q: want an absolute path", e)
