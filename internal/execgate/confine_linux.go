@@ -19,9 +19,9 @@ import (
 // platform is what this kernel lets the gate do, found out once per process
 // (see docs/subprocess.md, "Confinement").
 type platform struct {
-	ns          nsMode
-	nsErr       string // why there are no namespaces
-	landlock    int    // Landlock ABI version children get, 0 if none
+	ns       nsMode
+	nsErr    string // why there are no namespaces
+	landlock int    // Landlock ABI version children get, 0 if none
 
 	kernelLandlock int    // the kernel's Landlock ABI version, 0 if it has none
 	landlockErr    string // why Landlock cannot be applied although the kernel has it

@@ -75,16 +75,33 @@
 //     Operator.AllowNetwork is set; Isolated reports the outcome.
 //   - no_new_privs, no ambient capabilities, and as root an empty bounding
 //     and inheritable set: the child runs as uid 0 without capabilities.
-//   - Landlock: the child may write only beneath the work dirs, its scratch
-//     directory and /dev/null, /dev/zero and /dev/full, may execute files
-//     only from system directories, the search path and the granted
-//     programs' directories (never a program it wrote), and, from ABI 6,
-//     may not signal or reach abstract sockets of processes outside it.
-//     Reads are not restricted.
+//   - Landlock: the child may read only beneath the system directories,
+//     /etc, /proc, /sys, the harmless devices, the search path, the granted
+//     programs' directories and the module's own trees (never the station
+//     home or another module's writable tree); may write only beneath the
+//     work dirs, its scratch directory and /dev/null, /dev/zero and
+//     /dev/full; may execute files only from system directories, the search
+//     path and the granted programs' directories (never a program it
+//     wrote); and, from ABI 6, may not signal or reach abstract sockets of
+//     processes outside it.
+//   - seccomp: no metadata changes (times, owner, mode, xattrs) and no
+//     AF_UNIX sockets.
 //
-// These are applied to the OS thread that starts the child, which is then
-// discarded; the station's own threads are never changed. Confinement
-// describes the result for the log. docs/subprocess.md explains the choices.
+// The child applies these to itself: it starts as the station binary,
+// re-executed as a launcher (launch_linux.go) inside the new namespaces,
+// which confines its own process with the ruleset the gate prepared and
+// then execs the program. No station thread is ever confined. The platform
+// is probed once per process through the same launcher, with rules built
+// by the same constructor as a call's.
+//
+// The station fails closed: where children cannot get a network namespace
+// New fails unless Operator.AllowNetwork is set; where they cannot be
+// confined to files (no Landlock, or Landlock that cannot be applied)
+// every Run is refused, with a recorded denial naming the setting, unless
+// Operator.AllowUnconfinedFiles is set; a launcher that cannot apply any
+// part of the confinement reports it and the program does not start.
+// Confinement describes the result for the log, Describe in one line for
+// the operator's approval. docs/subprocess.md explains the choices.
 //
 // # Decisions
 //

@@ -223,4 +223,3 @@ func launcherFiles(r *ruleset) (extra []*os.File, report *os.File, err error) {
 	}
 	return extra, pr, nil
 }
-
