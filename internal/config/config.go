@@ -86,6 +86,11 @@ type Subprocess struct {
 	// AllowNetwork lets children run with the host's network when the
 	// platform cannot give them their own network namespace.
 	AllowNetwork bool
+	// AllowUnconfinedFiles lets children run although the platform cannot
+	// confine them to the module's files (no Landlock, or Landlock that
+	// cannot be applied): they can read and change any file the station's
+	// user can. Without it no child starts there.
+	AllowUnconfinedFiles bool
 }
 
 // Resolve is one resolve override: a module request to Host:Port connects to

@@ -89,7 +89,9 @@ func TestLoadFull(t *testing.T) {
 		},
 		Limits: Limits{MaxMemory: 2 << 30, MaxTimeout: 10 * time.Minute, DefaultMemory: 256 << 20, DefaultTimeout: time.Minute, DefaultConcurrency: 16},
 		LLM:    LLM{Provider: "groq", BaseURL: "https://llm.internal.example/openai/v1", Model: "llama-3.1-8b-instant", APIKeyEnv: "TEAM_GROQ_KEY", Timeout: 2 * time.Minute, MaxRetries: 4},
-		File:   filepath.Join(home, FileName),
+		Subprocess: Subprocess{SearchPath: []string{"/usr/bin", "/bin"}, GrantPrograms: []string{"python3"},
+			AllowNetwork: true, AllowUnconfinedFiles: true},
+		File: filepath.Join(home, FileName),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load:\ngot  %+v\nwant %+v", c, want)

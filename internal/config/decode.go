@@ -181,6 +181,7 @@ func (d *decoder) subprocess(n *yaml.Node, sp *Subprocess) {
 			d.list(v, "subprocess.grant_programs", func(e *yaml.Node, s string) { sp.GrantPrograms = append(sp.GrantPrograms, s) })
 		}},
 		{"allow_network", func(v *yaml.Node) { boolean(v, "subprocess.allow_network", &sp.AllowNetwork) }},
+		{"allow_unconfined_files", func(v *yaml.Node) { boolean(v, "subprocess.allow_unconfined_files", &sp.AllowUnconfinedFiles) }},
 	})
 }
 
