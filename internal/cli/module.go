@@ -141,7 +141,7 @@ func printPlan(w io.Writer, p station.Plan) {
 	}
 	fmt.Fprintf(w, "  commands  %s\n", strings.Join(names, ", "))
 	fmt.Fprintln(w, "  This module:")
-	for _, l := range p.Permissions.Describe() {
+	for _, l := range p.Permissions.Describe(p.Children) {
 		if strings.HasPrefix(l, "  ") {
 			fmt.Fprintf(w, "    %s\n", l) // a note on the line above
 			continue
@@ -222,10 +222,14 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				for i, c := range man.Commands {
 					cmds[i] = map[string]string{"name": c.Name, "description": c.Description}
 				}
-				return writeJSON(a.io.Out, map[string]any{
+				out := map[string]any{
 					"id": rec.ID, "version": rec.Version, "description": man.Description, "digest": rec.Digest,
 					"installed_at": rec.InstalledAt, "commands": cmds, "permissions": p,
-				})
+				}
+				if p.StartsPrograms() {
+					out["program_confinement"] = s.ChildConfinement()
+				}
+				return writeJSON(a.io.Out, out)
 			}
 			w := a.io.Out
 			fmt.Fprintf(w, "%s %s\n", rec.ID, rec.Version)
@@ -238,7 +242,11 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				fmt.Fprintf(w, "  %-20s %s\n", c.Name, c.Description)
 			}
 			fmt.Fprintln(w, "permissions (approved)")
-			for _, l := range p.Describe() {
+			children := ""
+			if p.StartsPrograms() {
+				children = s.ChildConfinement()
+			}
+			for _, l := range p.Describe(children) {
 				if strings.HasPrefix(l, "  ") {
 					fmt.Fprintf(w, "  %s\n", l)
 					continue

@@ -67,8 +67,23 @@ func nonNil(s []string) []string {
 	return s
 }
 
-// Describe renders the permissions in plain words, one line each.
-func (p Permissions) Describe() []string {
+// StartsPrograms reports whether the permissions let the module start
+// programs.
+func (p Permissions) StartsPrograms() bool {
+	if b, ok := p.Subprocess.(bool); ok {
+		return b
+	}
+	return p.Subprocess != nil
+}
+
+// Describe renders the permissions in plain words, one line each. children
+// is what a granted program gets on this machine (Plan.Children,
+// Station.ChildConfinement); "" says it in general terms.
+func (p Permissions) Describe(children string) []string {
+	childLimits := childLimits
+	if children != "" {
+		childLimits = "  " + children
+	}
 	var lines []string
 	if len(p.Network) == 0 {
 		lines = append(lines, "may not connect to the network")
@@ -122,9 +137,9 @@ func (p Permissions) Describe() []string {
 	return lines
 }
 
-// childLimits is what the approval says of a child's confinement
-// (execgate, docs/subprocess.md "Confinement").
-const childLimits = "  a program runs OUTSIDE WebAssembly: it may read system directories (/usr, /etc, ...) and the module's own directories (on kernels without Landlock: any file you can), has no network, and writes only in the module's writable directories"
+// childLimits is what the approval says of a child's confinement when it
+// does not know this machine (execgate.Describe does).
+const childLimits = "  a program runs OUTSIDE WebAssembly: where the station can confine it (Landlock, namespaces) it may read system directories (/usr, /etc, ...) and the module's own directories, has no network, and writes only in the module's writable directories; where it cannot, the program does not start unless the operator allows it"
 
 func shortHash(d string) string {
 	if len(d) > 19 {
@@ -140,6 +155,9 @@ type Plan struct {
 	Size        int
 	Permissions Permissions
 	Replaces    *store.Module // the installed version this replaces, if any
+	// Children is what a granted program gets on this machine, in one
+	// line (execgate.Describe); "" when the module starts no programs.
+	Children string
 }
 
 // Approver decides whether to go ahead with an install.
@@ -173,6 +191,9 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 		plan.Replaces = &prev
 	}
 	op := s.execOperator(ctx)
+	if plan.Permissions.StartsPrograms() {
+		plan.Children = execgate.Describe(op)
+	}
 	home, _ := os.UserHomeDir()
 	var roots []string
 	for _, g := range man.Requires.FilesystemWrites {

@@ -482,7 +482,7 @@ func TestLLMPermissionText(t *testing.T) {
 			t.Fatal(err)
 		}
 		var got []string
-		for _, l := range station.PermissionsOf(m).Describe() {
+		for _, l := range station.PermissionsOf(m).Describe("") {
 			if strings.Contains(strings.ToLower(l), "llm") || strings.Contains(l, "your provider and key") {
 				got = append(got, l)
 			}
@@ -499,7 +499,7 @@ func TestLLMPermissionText(t *testing.T) {
 	dir := e.moduleDir(llmSpec(llmMod, "{max_tokens_per_call: 64, budget_tokens_per_day: 1000}"), probe.Wasm(t, probe.LLMTag))
 	var shown []string
 	if _, err := e.st.Install(context.Background(), dir, func(p station.Plan) (bool, error) {
-		shown = p.Permissions.Describe()
+		shown = p.Permissions.Describe(p.Children)
 		return true, nil
 	}); err != nil {
 		t.Fatal(err)

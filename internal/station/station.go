@@ -243,6 +243,14 @@ func (s *Station) execOperator(ctx context.Context) execgate.Operator {
 	return execOperator(ctx, s.Config, s.Home, s.Store)
 }
 
+// ChildConfinement says in one line what a program a module is granted
+// gets on this machine under the operator's settings: whether it starts at
+// all, and what confines it (execgate.Describe).
+func (s *Station) ChildConfinement() string {
+	sp := s.Config.Subprocess
+	return execgate.Describe(execgate.Operator{AllowNetwork: sp.AllowNetwork, AllowUnconfinedFiles: sp.AllowUnconfinedFiles})
+}
+
 // writeRoot is the host directory a write glob's matches live under.
 func writeRoot(g, home string) string {
 	if rest, ok := strings.CutPrefix(g, "~/"); ok {
@@ -253,7 +261,8 @@ func writeRoot(g, home string) string {
 
 func execOperator(ctx context.Context, cfg *config.Config, stationHome string, st *store.Store) execgate.Operator {
 	sp := cfg.Subprocess
-	op := execgate.Operator{SearchPath: sp.SearchPath, GrantAny: sp.GrantAny, GrantPrograms: sp.GrantPrograms, AllowNetwork: sp.AllowNetwork}
+	op := execgate.Operator{SearchPath: sp.SearchPath, GrantAny: sp.GrantAny, GrantPrograms: sp.GrantPrograms,
+		AllowNetwork: sp.AllowNetwork, AllowUnconfinedFiles: sp.AllowUnconfinedFiles}
 	if abs, err := filepath.Abs(stationHome); err == nil {
 		op.Excluded = append(op.Excluded, abs)
 	}
