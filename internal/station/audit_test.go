@@ -90,6 +90,11 @@ func TestVerify(t *testing.T) {
 	if err != nil || in.Manifest == nil || len(in.Wasm) == 0 || in.Approved.Network[0] != "api.stripe.com" {
 		t.Fatalf("Verify = %+v, %v", in, err)
 	}
+	// The station stores modules read-only; whoever tampers makes it
+	// writable first (root needs not, a normal user must).
+	if err := os.Chmod(in.WasmPath, 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(in.WasmPath, append(in.Wasm, 0), 0o600); err != nil {
 		t.Fatal(err)
 	}
