@@ -24,26 +24,27 @@ type fjInner struct {
 }
 
 type fjAll struct {
-	S          string   `json:"s"`
-	E          string   `json:"e,omitempty"`
-	B          bool     `json:"b"`
-	BE         bool     `json:"be,omitempty"`
-	I          int      `json:"i"`
-	I8         int8     `json:"i8"`
-	I16        int16    `json:"i16,omitempty"`
-	I32        int32    `json:"i32"`
-	I64        int64    `json:"i64"`
-	U          uint     `json:"u"`
-	U8         uint8    `json:"u8"`
-	U16        uint16   `json:"u16"`
-	U32        uint32   `json:"u32,omitempty"`
-	U64        uint64   `json:"u64"`
-	F32        float32  `json:"f32"`
-	F64        float64  `json:"f64,omitempty"`
-	In         fjInner  `json:"in"`
-	Named      fjString `json:"named"`
-	NoTag      string
-	Opt        string `json:",omitempty"`
+	S     string   `json:"s"`
+	E     string   `json:"e,omitempty"`
+	B     bool     `json:"b"`
+	BE    bool     `json:"be,omitempty"`
+	I     int      `json:"i"`
+	I8    int8     `json:"i8"`
+	I16   int16    `json:"i16,omitempty"`
+	I32   int32    `json:"i32"`
+	I64   int64    `json:"i64"`
+	U     uint     `json:"u"`
+	U8    uint8    `json:"u8"`
+	U16   uint16   `json:"u16"`
+	U32   uint32   `json:"u32,omitempty"`
+	U64   uint64   `json:"u64"`
+	F32   float32  `json:"f32"`
+	F64   float64  `json:"f64,omitempty"`
+	In    fjInner  `json:"in"`
+	Named fjString `json:"named"`
+	NoTag string
+	Opt   string `json:",omitempty"`
+	//lint:ignore SA5008 a field named "-" is what this tag is here to test, as encoding/json defines it
 	Dash       string `json:"-,"`
 	Skip       string `json:"-"`
 	unexported int

@@ -37,15 +37,6 @@ func (a answer) code() hub.Code {
 	return er.Error.Code
 }
 
-func (a answer) message() string {
-	var er hub.ErrorResponse
-	json.Unmarshal(a.body, &er)
-	if er.Error == nil {
-		return ""
-	}
-	return er.Error.Message
-}
-
 // send does a raw request: body is sent as is when it is a string or
 // []byte, as JSON otherwise.
 func send(t testing.TB, h *hubtest.Hub, method, path, token string, body any) answer {

@@ -94,14 +94,13 @@ var loopbackGrant = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}
 // world is a set of fixture servers reachable by name through operator
 // settings, and the recorder and resolver gates built on it use.
 type world struct {
-	t        *testing.T
-	ca       *fixture.CA
-	rec      *recorder
-	res      *fakeResolver
-	resolve  map[string]netip.AddrPort
-	grants   []netip.Prefix
-	servers  map[string]*fixture.Server
-	handlers map[string]http.Handler
+	t       *testing.T
+	ca      *fixture.CA
+	rec     *recorder
+	res     *fakeResolver
+	resolve map[string]netip.AddrPort
+	grants  []netip.Prefix
+	servers map[string]*fixture.Server
 }
 
 func newWorld(t *testing.T) *world {

@@ -141,7 +141,7 @@ func (r *Report) err() error {
 	if len(r.Problems) == 0 {
 		return nil
 	}
-	errs := []error{fmt.Errorf("workflow %s: %w:", r.Workflow, ErrCheck)}
+	errs := []error{fmt.Errorf("workflow %s: %w", r.Workflow, ErrCheck)}
 	for _, p := range r.Problems {
 		errs = append(errs, errors.New("  "+p))
 	}
