@@ -49,6 +49,9 @@ func FuzzParseRule(f *testing.F) {
 			if ps, _ := publicsuffix.PublicSuffix(r.Host); ps == r.Host {
 				t.Fatalf("%q is a wildcard over the public suffix %s", entry, ps)
 			}
+			if ps := below(r.Host); ps != "" {
+				t.Fatalf("%q is a wildcard over public suffixes such as %s", entry, ps)
+			}
 		} else if !a.Allows(r.Scheme, r.Host, r.Port) {
 			t.Fatalf("%q does not allow its own host %s", entry, r.Host)
 		}

@@ -152,9 +152,85 @@ func parseRule(entry string) (Rule, error) {
 			}
 			return Rule{}, fmt.Errorf("%q is a public suffix whose names belong to different owners; list the hosts instead, e.g. \"*.example.%s\"", h, h)
 		}
+		if below(h) != "" {
+			// A wildcard rule of the list (*.compute.amazonaws.com,
+			// *.kawasaki.jp): each name below h is a public suffix.
+			return Rule{}, fmt.Errorf("every name below %q is a public suffix, whose names belong to different owners; list the hosts instead", h)
+		}
 	}
 	r.Host = h
 	return r, nil
+}
+
+// probeLabel stands for any label: no rule of the public suffix list names
+// it, so the suffix of probeLabel+"."+d is what every name below d is
+// under.
+const probeLabel = "station-probe"
+
+// below returns the public suffix every name below d is itself (d's
+// subdomains are public suffixes by a wildcard rule of the list), or "".
+func below(d string) string {
+	if ps, _ := publicsuffix.PublicSuffix(probeLabel + "." + d); strings.HasSuffix(ps, "."+d) {
+		return ps
+	}
+	return ""
+}
+
+// sharedTenant are domains under which a cloud, hosting, CDN or tunnel
+// service gives names to any of its customers (a storage bucket, a
+// function, a load balancer, a virtual machine, a tunnel) but that the
+// public suffix list does not mark as such at that level. The private
+// section of the list covers most such services (github.io, herokuapp.com,
+// s3.amazonaws.com, blob.core.windows.net, ...): see Broad. This list adds
+// what it misses, chiefly the parents of its entries (amazonaws.com above
+// s3.amazonaws.com) and services it does not list; it cannot be complete.
+var sharedTenant = []string{
+	// clouds: buckets, functions, load balancers, virtual machines, registries
+	"amazonaws.com", "on.aws", "windows.net", "cloudapp.azure.com", "azurecr.io",
+	"googleusercontent.com", "firebaseio.com", "oraclecloud.com", "appdomain.cloud", "mybluemix.net",
+	"aliyuncs.com", "myqcloud.com",
+	// object storage
+	"wasabisys.com", "backblazeb2.com", "cloudflarestorage.com",
+	// hosting and CDNs
+	"fastly.net", "b-cdn.net", "railway.app", "herokudns.com", "glitch.me", "surge.sh",
+	"sourceforge.io", "neocities.org", "sharepoint.com",
+	// tunnels
+	"loca.lt", "localtunnel.me", "serveo.net", "serveousercontent.com", "lhr.life", "localhost.run",
+	"pinggy.link", "cfargotunnel.com", "devtunnels.ms", "pagekite.me", "loophole.site",
+}
+
+// Broad returns why r reaches hosts that different owners hold although
+// ParseRule accepts it, or "" if it does not: a wildcard below a domain where
+// a cloud, hosting or tunnel service gives names to any customer, so that
+// whoever gets one (a bucket, a function, a tunnel) receives what the module
+// sends. The class is the public suffix list's private section — the names
+// below the wildcard's domain are under a suffix a hosting service, not the
+// ICANN registries, lists — and, for what the list misses, a short list of
+// such domains (sharedTenant), including their parents: "*.amazonaws.com"
+// covers s3.amazonaws.com. A manifest may ask for such a rule only with the
+// operator's grant; the reason is shown when it asks.
+func (r Rule) Broad() string {
+	if !r.Wildcard {
+		return ""
+	}
+	const anyone = "whoever holds one receives what the module sends"
+	h := r.Host
+	// The default rule ("*", an unlisted top-level domain) has one label and
+	// is no hosting service's.
+	if ps, icann := publicsuffix.PublicSuffix(probeLabel + "." + h); !icann && strings.Contains(ps, ".") {
+		return fmt.Sprintf("%s is under %s, where a hosting service gives names to any of its customers (public suffix list): %s", h, ps, anyone)
+	}
+	for _, d := range sharedTenant {
+		switch {
+		case h == d:
+			return fmt.Sprintf("a cloud, hosting or tunnel service gives the names below %s to any of its customers: %s", h, anyone)
+		case strings.HasSuffix(h, "."+d):
+			return fmt.Sprintf("%s is under %s, where a cloud, hosting or tunnel service gives names to any of its customers: %s", h, d, anyone)
+		case strings.HasSuffix(d, "."+h):
+			return fmt.Sprintf("names below %s include %s, where a cloud, hosting or tunnel service gives names to any of its customers: %s", h, d, anyone)
+		}
+	}
+	return ""
 }
 
 // nonASCII explains that an internationalized name must be written in

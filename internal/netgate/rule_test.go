@@ -41,6 +41,11 @@ var ruleCases = []struct {
 	{entry: "*.com", err: "whole top-level domain"},
 	{entry: "*.co.uk", err: "public suffix"},
 	{entry: "*.github.io", err: "public suffix"},
+	// Wildcard rules of the list: every name below is a public suffix.
+	{entry: "*.compute.amazonaws.com", err: "every name below"},
+	{entry: "*.run.app", err: "every name below"},
+	{entry: "*.digitaloceanspaces.com", err: "every name below"},
+	{entry: "http://*.Kawasaki.JP.:8080", err: "every name below"},
 	{entry: "*.localhost", err: "whole top-level domain"},
 	{entry: "**.example.com", err: `"*" may only stand alone`},
 	{entry: "*.*.example.com", err: `"*" may only stand alone`},
@@ -121,6 +126,98 @@ func TestParseRule(t *testing.T) {
 		again, err := ParseRule(got.String())
 		if err != nil || again != got {
 			t.Errorf("ParseRule(%q) = %+v, %v; want %+v (round trip of %q)", got.String(), again, err, got, c.entry)
+		}
+	}
+}
+
+// TestBroad (issue 11, defect 7): a wildcard below a domain where a cloud,
+// hosting or tunnel service gives names to any customer is accepted by the
+// grammar but is broad — any AWS customer could receive what a module with
+// "*.amazonaws.com" sends — and says why; narrow rules are not.
+func TestBroad(t *testing.T) {
+	tests := []struct {
+		entry string
+		want  string // substring of the reason; "" for a narrow rule
+	}{
+		// Below a domain the list misses, or a parent of a listed one.
+		{"*.amazonaws.com", "gives the names below amazonaws.com to any of its customers"},
+		{"*.AMAZONAWS.com.", "amazonaws.com"},
+		{"http://*.amazonaws.com:8080", "amazonaws.com"},
+		{"*.sqs.amazonaws.com", "under amazonaws.com"},
+		{"*.x.us-east-1.elb.amazonaws.com", "under us-east-1.elb.amazonaws.com"},
+		{"*.execute-api.amazonaws.com", "amazonaws.com"},
+		{"*.windows.net", "windows.net"},
+		{"*.database.windows.net", "under windows.net"},
+		{"*.azure.com", "include cloudapp.azure.com"},
+		{"*.on.aws", "on.aws"},
+		{"*.loca.lt", "loca.lt"},
+		{"*.firebaseio.com", "firebaseio.com"},
+		{"*.r2.cloudflarestorage.com", "cloudflarestorage.com"},
+		// Below a private entry of the public suffix list: a tenant's name.
+		{"*.mybucket.s3.amazonaws.com", "under s3.amazonaws.com"},
+		{"*.acct.blob.core.windows.net", "under blob.core.windows.net"},
+		{"*.dave.github.io", "under github.io"},
+		{"*.app.herokuapp.com", "herokuapp.com"},
+		{"*.x.cloudfront.net", "cloudfront.net"},
+		{"*.x.azurewebsites.net", "azurewebsites.net"},
+		{"*.x.appspot.com", "appspot.com"},
+		{"*.x.cloudfunctions.net", "cloudfunctions.net"},
+		{"*.x.a.run.app", "a.run.app"},
+		{"*.x.web.app", "web.app"},
+		{"*.x.firebaseapp.com", "firebaseapp.com"},
+		{"*.x.vercel.app", "vercel.app"},
+		{"*.x.netlify.app", "netlify.app"},
+		{"*.x.pages.dev", "pages.dev"},
+		{"*.x.workers.dev", "workers.dev"},
+		{"*.x.gitlab.io", "gitlab.io"},
+		{"*.x.ngrok.io", "ngrok.io"},
+		{"*.x.ngrok-free.app", "ngrok-free.app"},
+		{"*.x.trycloudflare.com", "trycloudflare.com"},
+		{"*.x.r2.dev", "r2.dev"},
+		{"*.b.nyc3.digitaloceanspaces.com", "digitaloceanspaces.com"},
+		{"*.x.googleapis.com", "googleapis.com"},
+		// Narrow.
+		{"*.stripe.com", ""},
+		{"*.example.co.uk", ""},
+		{"*.a.b.example.com", ""},
+		{"*.corp.internal", ""},  // an unlisted top-level domain is no hosting service
+		{"*.amazon.com", ""},     // not amazonaws.com
+		{"*.xamazonaws.com", ""}, // nor a name ending in it
+		{"*.github.com", ""},
+		{"api.stripe.com", ""},
+		{"x.s3.amazonaws.com", ""}, // one name: whoever holds it is who the operator approved
+		{"s3.amazonaws.com", ""},
+		{"192.0.2.1", ""},
+	}
+	for _, tt := range tests {
+		r, err := ParseRule(tt.entry)
+		if err != nil {
+			t.Errorf("ParseRule(%q): %v", tt.entry, err)
+			continue
+		}
+		got := r.Broad()
+		switch {
+		case tt.want == "" && got != "":
+			t.Errorf("ParseRule(%q).Broad() = %q, want narrow", tt.entry, got)
+		case tt.want != "" && !strings.Contains(got, tt.want):
+			t.Errorf("ParseRule(%q).Broad() = %q, want a reason containing %q", tt.entry, got, tt.want)
+		case tt.want != "" && !strings.Contains(got, "receives what the module sends"):
+			t.Errorf("ParseRule(%q).Broad() = %q, want it to say what the grant risks", tt.entry, got)
+		}
+	}
+}
+
+// Every domain of the explicit list is one a wildcard may name (else the
+// entry is dead: the grammar refuses it already) and is broad.
+func TestSharedTenantList(t *testing.T) {
+	for _, d := range sharedTenant {
+		r, err := ParseRule("*." + d)
+		if err != nil {
+			t.Errorf("%s: %v", d, err)
+			continue
+		}
+		if r.Broad() == "" {
+			t.Errorf("*.%s is not broad", d)
 		}
 	}
 }
