@@ -58,6 +58,12 @@ type Network struct {
 	// (loopback, private, link-local, ...) that the operator grants to
 	// every module.
 	AllowPrivate []netip.Prefix
+	// Grant are allowlist entries the operator allows in manifests although
+	// they are broad: wildcards under a domain where a cloud, hosting or
+	// tunnel service gives names to any customer ("*.amazonaws.com",
+	// netgate.Rule.Broad). A manifest entry must be the same rule (scheme,
+	// host and port).
+	Grant []string
 }
 
 // Filesystem holds the operator's settings for module filesystem grants.

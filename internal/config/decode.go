@@ -227,6 +227,19 @@ func (d *decoder) network(n *yaml.Node, net *Network) {
 				net.AllowPrivate = append(net.AllowPrivate, p)
 			})
 		}},
+		{"grant", func(v *yaml.Node) {
+			const path = "network.grant"
+			d.list(v, path, func(e *yaml.Node, s string) {
+				if _, err := netgate.ParseRule(s); err != nil {
+					if inner := errors.Unwrap(err); inner != nil {
+						err = inner
+					}
+					d.add(e, path, s, err.Error())
+					return
+				}
+				net.Grant = append(net.Grant, s)
+			})
+		}},
 	})
 }
 
