@@ -1,12 +1,14 @@
 package manifest
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"time"
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/yamlx"
 )
 
@@ -25,9 +27,11 @@ const (
 // problem as an *Error.
 type decoder struct {
 	*yamlx.Decoder
-	file    string
-	granted map[string]bool // globs the operator granted (Options.GrantedGlobs)
-	errs    []*Error        // the problems found, once decode returns
+	file       string
+	granted    map[string]bool       // globs the operator granted (Options.GrantedGlobs)
+	grantedNet map[netgate.Rule]bool // network entries the operator granted (Options.GrantedNetwork)
+	home       string                // the operator's home directory (Options.Home)
+	errs       []*Error              // the problems found, once decode returns
 }
 
 // style is how manifests word problems: precisely (yamlx's zero Style).
@@ -295,7 +299,7 @@ func (d *decoder) network(n *yaml.Node) Network {
 	}
 	d.mapping(n, "requires.network", []field{
 		{"allow", func(v *yaml.Node) {
-			net.Allow = d.list(v, "requires.network.allow", checkNetworkEntry)
+			net.Allow = d.list(v, "requires.network.allow", d.checkNetworkEntry)
 		}},
 	})
 	return net
@@ -382,5 +386,25 @@ func (d *decoder) checkGlob(s string) string {
 	if d.granted[s] {
 		return checkGlobSyntax(s)
 	}
-	return checkWriteGlob(s)
+	return checkGlobAt(s, d.home)
+}
+
+// checkNetworkEntry validates one requires.network.allow entry. The network
+// gate owns the grammar (one parser for install and for linking); the
+// manifest reports its verdict with the entry's position, and accepts a
+// broad entry (netgate.Rule.Broad) only when the operator granted the same
+// rule.
+func (d *decoder) checkNetworkEntry(s string) string {
+	r, err := netgate.ParseRule(s)
+	if err != nil {
+		// ParseRule names the entry itself; the *Error already does.
+		if inner := errors.Unwrap(err); inner != nil {
+			err = inner
+		}
+		return err.Error()
+	}
+	if why := r.Broad(); why != "" && !d.grantedNet[r] {
+		return why + "; it needs an operator grant: the entry in network.grant of the station config"
+	}
+	return ""
 }

@@ -29,6 +29,8 @@ import (
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/station-dev/station/internal/netgate"
 )
 
 // SchemaVersion is the version of the manifest format this package decodes.
@@ -199,6 +201,17 @@ type Options struct {
 	// (a system directory, a whole home directory); its syntax is still
 	// checked.
 	GrantedGlobs []string
+	// GrantedNetwork are network allowlist entries the operator has granted
+	// explicitly (config.yaml, network.grant). A manifest entry that is the
+	// same rule (scheme, host and port) is accepted even though it is broad
+	// (netgate.Rule.Broad: a wildcard under a shared-tenant domain such as
+	// "*.amazonaws.com").
+	GrantedNetwork []string
+	// Home is the operator's home directory. An absolute glob inside it is
+	// judged as the same glob written with "~/" (its dot-directories need a
+	// grant). "" judges only "~/" globs, and those under /home and /Users,
+	// that way.
+	Home string
 }
 
 // ParseWith is Parse with the operator's grants.
@@ -206,9 +219,14 @@ func ParseWith(filename string, data []byte, o Options) (*Manifest, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{File: filename, Msg: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}
 	}
-	d := &decoder{file: filename, granted: map[string]bool{}}
+	d := &decoder{file: filename, granted: map[string]bool{}, grantedNet: map[netgate.Rule]bool{}, home: o.Home}
 	for _, g := range o.GrantedGlobs {
 		d.granted[g] = true
+	}
+	for _, g := range o.GrantedNetwork {
+		if r, err := netgate.ParseRule(g); err == nil {
+			d.grantedNet[r] = true
+		}
 	}
 	m := d.decode(data)
 	if len(d.errs) > 0 {

@@ -373,7 +373,7 @@ func TestWriteGlob(t *testing.T) {
 		{"~/reports/*.md", true},
 		{"~/reports/2026/{q1,q2}/*.csv", true},
 		{"~/notes.txt", true},
-		{"~/.config/myapp/**", true},
+		{"~/.config/myapp/**", false}, // a dot-directory of the home: the operator's grant (issue 11)
 		{"/srv/reports/**", true},
 		{"/data/out/[a-z]*.json", true},
 		{"/tmp/myapp/**", true},

@@ -1,7 +1,6 @@
 package manifest
 
 import (
-	"errors"
 	"fmt"
 	"io/fs"
 	"path"
@@ -12,26 +11,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-
-	"github.com/station-dev/station/internal/netgate"
 )
 
 // Each check below returns "" for a valid value, or what is wrong with it
 // (lower case, no trailing period).
-
-// checkNetworkEntry validates one requires.network.allow entry. The network
-// gate owns the grammar (one parser for install and for linking); the
-// manifest only reports its verdict with the entry's position.
-func checkNetworkEntry(s string) string {
-	if _, err := netgate.ParseRule(s); err != nil {
-		// ParseRule names the entry itself; the *Error already does.
-		if inner := errors.Unwrap(err); inner != nil {
-			err = inner
-		}
-		return err.Error()
-	}
-	return ""
-}
 
 // CheckID returns "" if s is a valid module id, "owner/slug", or what is
 // wrong with it (docs/manifest.md).
@@ -215,12 +198,31 @@ var systemRoots = []string{
 var homeRoots = []string{"/home", "/Users"}
 
 // sensitiveHome are paths under the home directory whose modification lets
-// a module run code or act as the user outside the sandbox (shell start-up
-// files are refused separately: see checkWriteGlob).
+// a module run code or act as the user outside the sandbox; they keep their
+// own message. Every dot-directory and dotfile of the home directory, and
+// homeCode, need the operator's grant as a class: see homeBreadth.
 var sensitiveHome = []string{
 	".ssh", ".gnupg", ".station", ".local/bin", ".config/autostart", ".config/systemd",
 	"Library/LaunchAgents",
 }
+
+// homeCode are the directories of the home directory without a leading dot
+// where shells, language runtimes and desktops find code to run or settings
+// to obey, keyed by their lower-case name (they are compared without regard
+// to case, as macOS does), with what they hold.
+var homeCode = map[string]string{
+	"bin":          "programs your shell finds on its PATH",
+	"go":           "Go's installed programs and module cache (GOPATH)",
+	"node_modules": "packages Node.js loads for any script under your home",
+	"perl5":        "Perl modules (local::lib)",
+	"library":      "macOS launch agents, preferences, application data and Python packages",
+	"applications": "macOS applications of your own",
+	"appdata":      "Windows application data and start-up programs",
+	"snap":         "snap applications' own home directories, dotfiles included",
+}
+
+// needsGrant ends the error for a glob that only an operator grant allows.
+const needsGrant = "; it needs an operator grant: the exact glob in filesystem.grant of the station config"
 
 // checkGlobSyntax checks what every filesystem glob must satisfy, granted
 // by the operator or not.
@@ -244,23 +246,50 @@ func checkGlobSyntax(s string) string {
 	return ""
 }
 
-// checkWriteGlob validates a filesystem_writes glob.
-func checkWriteGlob(s string) string {
+// checkWriteGlob validates a filesystem glob a manifest asks for on its own
+// (writes and reads alike), for an operator whose home directory is not
+// known.
+func checkWriteGlob(s string) string { return checkGlobAt(s, "") }
+
+// checkGlobAt is checkWriteGlob for an operator whose home directory is
+// home ("" when not known).
+func checkGlobAt(s, home string) string {
 	if msg := checkGlobSyntax(s); msg != "" && !strings.HasPrefix(msg, "covers the whole") {
 		return msg
 	}
-	rest, home := strings.CutPrefix(s, "~/")
-	if !home {
+	msg, _ := globBreadth(s, home)
+	return msg
+}
+
+// GrantReason returns why a manifest may ask for the filesystem glob s only
+// with the operator's grant (filesystem.grant) — the reason an approval
+// shows next to a granted glob — or "" if a manifest may ask for s on its
+// own. home is the operator's home directory (an absolute glob inside it is
+// judged as its "~/" form), or "".
+func GrantReason(s, home string) string {
+	if checkGlobSyntax(s) != "" {
+		return ""
+	}
+	_, reason := globBreadth(s, home)
+	return reason
+}
+
+// globBreadth returns, for a glob that passed checkGlobSyntax, what is
+// wrong with a manifest asking for it on its own (msg) and the reason an
+// approval shows when the operator grants it; both "" for an ordinary glob.
+func globBreadth(s, home string) (msg, reason string) {
+	rest, inHome := strings.CutPrefix(s, "~/")
+	if !inHome {
 		rest = s[1:]
 	}
 	if rest == "" {
-		if home {
-			return `covers the whole home directory; name a directory, e.g. "~/reports/**"`
+		if inHome {
+			return `covers the whole home directory; name a directory, e.g. "~/reports/**"`, "it covers your whole home directory"
 		}
-		return "covers the whole filesystem"
+		return "covers the whole filesystem", "it covers the whole filesystem"
 	}
 	if path.Clean(rest) != rest || strings.HasPrefix(rest, "/") {
-		return fmt.Sprintf("must be a clean path (no \".\", \"//\" or trailing \"/\") such as %q", cleanGlob(s))
+		return fmt.Sprintf("must be a clean path (no \".\", \"//\" or trailing \"/\") such as %q", cleanGlob(s)), "it is not a clean path"
 	}
 	segs := strings.Split(rest, "/")
 	lit := 0 // the number of leading segments without glob characters
@@ -269,47 +298,110 @@ func checkWriteGlob(s string) string {
 	}
 	if lit == 0 {
 		where, example := "filesystem", "/srv/reports/**"
-		if home {
+		if inHome {
 			where, example = "home directory", "~/reports/**"
 		}
 		if segs[0] == "**" {
-			return fmt.Sprintf("covers the whole %s; name a directory, e.g. %q", where, example)
+			return fmt.Sprintf("covers the whole %s; name a directory, e.g. %q", where, example), "it covers the whole " + where
 		}
-		return fmt.Sprintf("must name a directory before the first wildcard, e.g. %q", example)
+		return fmt.Sprintf("must name a directory before the first wildcard, e.g. %q", example), "it names no directory before its first wildcard"
 	}
-	if home {
-		dir := strings.ToLower(strings.Join(segs[:lit], "/"))
-		for _, p := range sensitiveHome {
-			p = strings.ToLower(p)
-			if dir == p || strings.HasPrefix(dir, p+"/") {
-				return fmt.Sprintf("writes to ~/%s are refused: they would let the module act outside the sandbox", p)
-			}
-			// A wildcard below a parent of a sensitive path can match into
-			// it: "~/.config/**" covers ~/.config/systemd.
-			if lit < len(segs) && strings.HasPrefix(p, dir+"/") {
-				return fmt.Sprintf("can match ~/%s, where writes are refused: name a directory that does not contain it", p)
-			}
-		}
-		if lit == 1 && len(segs) == 1 && strings.HasPrefix(segs[0], ".") {
-			return "writes to dotfiles in the home directory are refused: they would let the module act outside the sandbox"
-		}
-		return ""
+	if inHome {
+		return homeBreadth("~/", segs, lit)
 	}
 	top := "/" + segs[0]
 	for _, root := range systemRoots {
 		if strings.EqualFold(top, root) {
-			return fmt.Sprintf("is inside the system directory %s; it needs an operator grant: the exact glob in filesystem.grant of the station config", root)
+			return fmt.Sprintf("is inside the system directory %s; it needs an operator grant: the exact glob in filesystem.grant of the station config", root),
+				"it is inside the system directory " + root
 		}
 	}
+	// A home directory, written as an absolute path, is judged like "~/":
+	// the operator's own (home), and any under /home or /Users.
+	if hs := homeSegments(home); len(hs) > 0 && len(segs) >= len(hs) && equalFoldSegs(segs[:len(hs)], hs) {
+		if lit <= len(hs) {
+			return `covers your whole home directory; name a directory inside it, e.g. "~/reports/**"`, "it covers your whole home directory"
+		}
+		return homeBreadth("/"+strings.Join(segs[:len(hs)], "/")+"/", segs[len(hs):], lit-len(hs))
+	}
 	for _, root := range homeRoots {
-		if strings.EqualFold(top, root) && lit < 3 {
-			return `covers a whole home directory; name a directory inside one, or write "~/..."`
+		if strings.EqualFold(top, root) {
+			if lit < 3 {
+				return `covers a whole home directory; name a directory inside one, or write "~/..."`, "it covers a whole home directory"
+			}
+			return homeBreadth("/"+segs[0]+"/"+segs[1]+"/", segs[2:], lit-2)
 		}
 	}
 	if lit < 2 {
-		return fmt.Sprintf("covers the whole top-level directory %s; name a directory inside it, e.g. %q", top, top+"/reports/**")
+		return fmt.Sprintf("covers the whole top-level directory %s; name a directory inside it, e.g. %q", top, top+"/reports/**"),
+			"it covers the whole top-level directory " + top
 	}
-	return ""
+	return "", ""
+}
+
+// homeBreadth judges the part of a glob inside a home directory: segs, of
+// which the first lit (at least one) have no glob characters, below the
+// directory written as prefix ("~/", "/home/dave/"). The first segment is
+// literal, so it names the one entry of the home directory that everything
+// the glob matches is inside.
+func homeBreadth(prefix string, segs []string, lit int) (msg, reason string) {
+	dir := strings.ToLower(strings.Join(segs[:lit], "/"))
+	for _, p := range sensitiveHome {
+		p = strings.ToLower(p)
+		if dir == p || strings.HasPrefix(dir, p+"/") {
+			return fmt.Sprintf("writes to %s%s are refused: they would let the module act outside the sandbox", prefix, p),
+				fmt.Sprintf("writing %s%s lets a module act as you outside the sandbox", prefix, p)
+		}
+		// A wildcard below a parent of a sensitive path can match into
+		// it: "~/.config/**" covers ~/.config/systemd.
+		if lit < len(segs) && strings.HasPrefix(p, dir+"/") {
+			return fmt.Sprintf("can match %s%s, where writes are refused: name a directory that does not contain it", prefix, p),
+				fmt.Sprintf("it can match %s%s, and writing there lets a module act as you outside the sandbox", prefix, p)
+		}
+	}
+	first := segs[0]
+	if strings.HasPrefix(first, ".") {
+		if len(segs) == 1 {
+			return "writes to dotfiles in the home directory are refused: they would let the module act outside the sandbox",
+				fmt.Sprintf("%s%s is a dotfile of the home directory, %s", prefix, first, dotReason)
+		}
+		why := fmt.Sprintf("%s%s is a dot-directory of the home directory, %s", prefix, first, dotReason)
+		return why + needsGrant, why
+	}
+	if what, ok := homeCode[strings.ToLower(first)]; ok {
+		why := fmt.Sprintf("%s%s holds %s: a module that writes there can run code as you outside the sandbox", prefix, first, what)
+		return why + needsGrant, why
+	}
+	return "", ""
+}
+
+// dotReason is why the dot-directories and dotfiles of a home directory
+// need the operator's grant, whatever their name.
+const dotReason = "where shells, editors, language runtimes and credential helpers keep start-up files, settings and secrets: " +
+	"a module that writes there can run code as you outside the sandbox, one that reads there can take your credentials"
+
+// homeSegments returns the segments of the clean absolute directory home
+// ("/srv/dave": ["srv", "dave"]), or nil for "" or "/".
+func homeSegments(home string) []string {
+	home = path.Clean(home)
+	if !path.IsAbs(home) || home == "/" {
+		return nil
+	}
+	return strings.Split(home[1:], "/")
+}
+
+// equalFoldSegs reports whether a and b hold the same segments, compared
+// without regard to case.
+func equalFoldSegs(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !strings.EqualFold(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
 }
 
 // cleanGlob returns s with "." segments, doubled and trailing slashes
