@@ -99,6 +99,9 @@ func (p Permissions) Describe(children string) []string {
 			host = "any subdomain of " + r.Host + " (not " + r.Host + " itself)"
 		}
 		lines = append(lines, fmt.Sprintf("may connect to %s (%s, port %d)", host, r.Scheme, r.Port))
+		if why := r.Broad(); why != "" {
+			lines = append(lines, "  BROAD, OPERATOR GRANT (network.grant): "+why)
+		}
 	}
 	switch s := p.Subprocess.(type) {
 	case bool:
@@ -125,11 +128,18 @@ func (p Permissions) Describe(children string) []string {
 	if len(p.FilesystemWrites) == 0 {
 		lines = append(lines, "may not write files")
 	}
+	home, _ := os.UserHomeDir()
 	for _, g := range p.FilesystemWrites {
 		lines = append(lines, "may create, change and delete "+g)
+		if why := manifest.GrantReason(g, home); why != "" {
+			lines = append(lines, "  BROAD, OPERATOR GRANT (filesystem.grant): "+why)
+		}
 	}
 	for _, g := range p.FilesystemReads {
 		lines = append(lines, "may read "+g)
+		if why := manifest.GrantReason(g, home); why != "" {
+			lines = append(lines, "  BROAD, OPERATOR GRANT (filesystem.grant): "+why)
+		}
 	}
 	if l := p.LLM; l != nil {
 		lines = append(lines, l.describe()...)

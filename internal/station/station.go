@@ -148,9 +148,11 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 }
 
 // ParseManifest parses a manifest with the operator's grants (broad
-// filesystem globs the configuration allows).
+// filesystem globs and network entries the configuration allows) and home
+// directory.
 func (s *Station) ParseManifest(filename string, data []byte) (*manifest.Manifest, error) {
-	return manifest.ParseWith(filename, data, manifest.Options{GrantedGlobs: s.Config.Filesystem.Grant})
+	home, _ := os.UserHomeDir()
+	return manifest.ParseWith(filename, data, manifest.Options{GrantedGlobs: s.Config.Filesystem.Grant, GrantedNetwork: s.Config.Network.Grant, Home: home})
 }
 
 // Close unloads modules, flushes the audit log and closes the store.
