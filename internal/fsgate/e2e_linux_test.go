@@ -14,47 +14,87 @@ import (
 	"github.com/station-dev/station/internal/wasmbuild"
 )
 
-// runGuest runs the test guest in a fresh wazero instance with e's gate
-// mounted, one operation per argument, and returns its output with the
-// base directory written as $T.
-func runGuest(t *testing.T, e *env, ops ...string) string {
+// guestCache holds the test guest's compiled code for every runtime of
+// the test process.
+var guestCache = wazero.NewCompilationCache()
+
+// guest is the test guest compiled in a runtime that links WASI either as
+// the station does (InstantiateWASI) or as wazero has it.
+type guest struct {
+	r        wazero.Runtime
+	compiled wazero.CompiledModule
+}
+
+func newGuest(t *testing.T, station bool) *guest {
 	t.Helper()
 	wasm := wasmbuild.ForTest(t, "internal/fsgate/testdata/guest")
 	ctx := context.Background()
-	r := wazero.NewRuntime(ctx)
-	defer r.Close(ctx)
-	wasi_snapshot_preview1.MustInstantiate(ctx, r)
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(guestCache))
+	t.Cleanup(func() { r.Close(ctx) })
+	var err error
+	if station {
+		_, err = InstantiateWASI(ctx, r)
+	} else {
+		_, err = wasi_snapshot_preview1.Instantiate(ctx, r)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	compiled, err := r.CompileModule(ctx, wasm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms, err := e.g.Mounts(e.hooks())
-	if err != nil {
-		t.Fatal(err)
-	}
-	fsc := wazero.NewFSConfig()
-	for _, m := range ms {
-		fsc = fsc.(sysfs.FSConfig).WithSysFSMount(m.FS, m.Path)
-	}
+	return &guest{r: r, compiled: compiled}
+}
+
+// run runs the guest in a fresh instance with fsc, one operation per
+// argument, relative paths resolved from pwd (if not ""), and returns its
+// output.
+func (g *guest) run(t *testing.T, fsc wazero.FSConfig, pwd string, ops ...string) string {
+	t.Helper()
+	ctx := context.Background()
 	var out bytes.Buffer
-	args := []string{"guest"}
-	for _, op := range ops {
-		args = append(args, strings.ReplaceAll(op, "$T", e.base))
-	}
 	cfg := wazero.NewModuleConfig().
-		WithArgs(args...).
+		WithArgs(append([]string{"guest"}, ops...)...).
 		WithStdout(&out).
 		WithStderr(&out).
 		WithFSConfig(fsc).
 		WithStartFunctions("_initialize")
-	mod, err := r.InstantiateModule(ctx, compiled, cfg)
+	if pwd != "" {
+		cfg = cfg.WithEnv("PWD", pwd)
+	}
+	mod, err := g.r.InstantiateModule(ctx, g.compiled, cfg)
 	if err != nil {
 		t.Fatalf("instantiate: %v\n%s", err, out.String())
 	}
+	defer mod.Close(ctx)
 	if _, err := mod.ExportedFunction("run").Call(ctx); err != nil {
 		t.Fatalf("run: %v\n%s", err, out.String())
 	}
-	return strings.ReplaceAll(out.String(), e.base, "$T")
+	return out.String()
+}
+
+// gateConfig is how the station links e's gate into an instance: its file
+// system is the only preopened directory, "/".
+func gateConfig(t *testing.T, e *env) wazero.FSConfig {
+	t.Helper()
+	fsys, err := e.g.FS(e.hooks())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, "/")
+}
+
+// runGuest runs the test guest in a fresh wazero instance with e's gate
+// linked as the station links it, one operation per argument, and returns
+// its output with the base directory written as $T.
+func runGuest(t *testing.T, e *env, ops ...string) string {
+	t.Helper()
+	for i, op := range ops {
+		ops[i] = strings.ReplaceAll(op, "$T", e.base)
+	}
+	out := newGuest(t, true).run(t, gateConfig(t, e), "", ops...)
+	return strings.ReplaceAll(out, e.base, "$T")
 }
 
 // TestGuest runs the attacks through wazero from a Go guest using the os
@@ -106,7 +146,7 @@ func TestGuest(t *testing.T) {
 		"mkdir|$T/m/out3",
 		"rm|$T/m/out.bak",
 		"openat|$T/m/out|sub/../a2",
-		"openat|$T/m/out/sub|../../notes.txt", // wazero refuses ".." itself
+		"openat|$T/m/out/sub|../../notes.txt", // wazero's WASI layer refuses "..": the gate does
 		"openat|$T/m/out/sub|../../../outside.txt",
 		"chdir|$T/m/out/x",
 		"write|rel.txt|r",
@@ -114,6 +154,7 @@ func TestGuest(t *testing.T) {
 		"write|$T/w2/x|x",
 		"append|$T/w/log|1",
 		"ls|$T/w",
+		"readlink|$T/m/out/s2",
 	)
 	want := `write $T/m/out/new.txt: ok
 read $T/m/out/new.txt: ok "hello"
@@ -127,9 +168,9 @@ write $T/m/out.bak: open $T/m/out.bak: Operation not permitted
 read $T/m/secret/key: open $T/m/secret/key: Permission denied
 stat $T/m/out2: stat $T/m/out2: Permission denied
 ls $T/m/secret: open $T/m/secret: Permission denied
-read $T/outside.txt: open $T/outside.txt: Bad file number
-write $T/m/out/../../outside.txt: open $T/m/out/../../outside.txt: Bad file number
-write $T/station/state.db: open $T/station/state.db: Bad file number
+read $T/outside.txt: open $T/outside.txt: Permission denied
+write $T/m/out/../../outside.txt: open $T/m/out/../../outside.txt: Operation not permitted
+write $T/station/state.db: open $T/station/state.db: Operation not permitted
 truncopen $T/m/notes.txt: open $T/m/notes.txt: Operation not permitted
 ftruncate $T/m/notes.txt: truncate $T/m/notes.txt: Bad file number
 truncate $T/m/notes.txt: truncate $T/m/notes.txt: Operation not permitted
@@ -139,7 +180,7 @@ symlink $T/m/out/s: symlink ../../outside.txt $T/m/out/s: Operation not permitte
 symlink $T/m/out/s: symlink /etc/passwd $T/m/out/s: Operation not permitted
 symlink $T/m/out/s: ok
 write $T/m/out/s: open $T/m/out/s: Operation not permitted
-readlink $T/m/out/s: ok ../out2/b.txt
+readlink $T/m/out/s: readlink $T/m/out/s: Permission denied
 symlink $T/m/out/s2: ok
 read $T/m/out/s2: ok "a"
 link $T/m/out/n: link $T/m/notes.txt $T/m/out/n: Operation not permitted
@@ -151,14 +192,15 @@ rm $T/m/out/x/y/z: ok
 mkdir $T/m/out3: mkdir $T/m/out3: Operation not permitted
 rm $T/m/out.bak: remove $T/m/out.bak: Operation not permitted
 openat $T/m/out: ok
-openat $T/m/out/sub: Operation not permitted
-openat $T/m/out/sub: Operation not permitted
+openat $T/m/out/sub: Permission denied
+openat $T/m/out/sub: Permission denied
 chdir $T/m/out/x: ok
 write rel.txt: ok
 write ../../notes.txt: open ../../notes.txt: Operation not permitted
-write $T/w2/x: open $T/w2/x: No such file or directory
+write $T/w2/x: open $T/w2/x: Operation not permitted
 append $T/w/log: ok
 ls $T/w: ok log
+readlink $T/m/out/s2: ok a.txt
 `
 	if got != want {
 		t.Errorf("guest output:\n%s\nwant:\n%s", got, want)
@@ -168,6 +210,11 @@ ls $T/w: ok log
 		"deny $T/m/out2/b.txt: is not in its write allowlist ($T/m/out/**, $T/w/**) (resolved from $T/m/out/s)\n",
 		"deny $T/m/out/s: is a symlink whose target (../../outside.txt) leaves the mount\n",
 		"allow $T/m/out/x/rel.txt: open for writing (create, truncate) (allowed by $T/m/out/**)\n",
+		"deny $T/outside.txt: is not in its read allowlist ($T/m/out/**, $T/w/**, $T/m/notes.txt)\n",
+		"deny $T/station/state.db: is not in its write allowlist ($T/m/out/**, $T/w/**)\n",
+		"deny $T/w2/x: is not in its write allowlist ($T/m/out/**, $T/w/**)\n",
+		"deny $T/m/out/sub/../../notes.txt: leads out of its directory descriptor with \"..\"\n",
+		"deny $T/m/out/s: is a symlink whose target is not in its read allowlist ($T/m/out/**, $T/w/**, $T/m/notes.txt)\n",
 	} {
 		if !strings.Contains(e.rec.summary(base), want) {
 			t.Errorf("no decision %q in\n%s", want, e.rec.summary(base))

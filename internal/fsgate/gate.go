@@ -3,6 +3,7 @@ package fsgate
 import (
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"os"
 	"path"
 	"path/filepath"
@@ -18,6 +19,27 @@ import (
 // DefaultQuotaBytes is the disk quota of a module when Options.QuotaBytes is
 // zero.
 const DefaultQuotaBytes = 256 << 20
+
+// errno is wazero's error number; zero is success.
+type errno = experimentalsys.Errno
+
+// kind is what an operation needs of a path.
+type kind int
+
+const (
+	kindSee   kind = iota // stat: the path is visible
+	kindList              // open read-only: readable, or a visible directory
+	kindRead              // read a link: readable
+	kindWrite             // any change: writable
+)
+
+// denied is the errno a denial of k returns to the guest.
+func (k kind) denied() errno {
+	if k == kindWrite {
+		return experimentalsys.EPERM
+	}
+	return experimentalsys.EACCES
+}
 
 // Options configures a gate. Everything in it is validated and copied by New
 // and stays fixed for the gate's life.
@@ -57,16 +79,8 @@ type Hooks struct {
 	Blocked func() bool
 }
 
-// Mount is one directory to link into a module instance with
-// sysfs.FSConfig.WithSysFSMount(m.FS, m.Path). Path is both the host
-// directory and the path at which the guest sees it.
-type Mount struct {
-	Path string
-	FS   experimentalsys.FS
-}
-
 // Gate is the filesystem gate of one module. It is safe for concurrent use;
-// the file systems Mounts returns share its root directories, its policy and
+// the file systems FS returns share its root directories, its policy and
 // its quota.
 type Gate struct {
 	module    string
@@ -75,9 +89,13 @@ type Gate struct {
 	quota     int64
 	roots     []root // the mount roots, sorted, none inside another
 	writeGlob []string
+	// above holds, for "/" and every other directory above a mount root,
+	// the names below it on the way to the roots: the only entries of the
+	// host outside the mounts that the module sees.
+	above map[string][]aboveEntry
 
 	mu     sync.Mutex
-	opened []*openRoot // nil until the first Mounts
+	opened []*openRoot // nil until the first FS
 	closed bool
 
 	// ns is held exclusively by Rename from its checks to the rename, and
@@ -96,6 +114,13 @@ type Gate struct {
 type root struct {
 	path     string // declared, absolute, clean: the guest path too
 	dev, ino uint64 // identity when New checked it
+}
+
+// aboveEntry is a name in a directory above a mount root: the next
+// directory on the way to a root, or the root itself.
+type aboveEntry struct {
+	name string
+	ino  uint64 // the root's inode, or a made-up one (see aboveIno)
 }
 
 // New validates o and computes the mounts. It checks that each mount root
@@ -198,7 +223,39 @@ func New(o Options) (*Gate, error) {
 		g.roots = append(g.roots, root{path: gr.root, dev: dev, ino: ino})
 	}
 	slices.SortFunc(g.roots, func(a, b root) int { return strings.Compare(a.path, b.path) })
+	g.above = aboveRoots(g.roots)
 	return g, nil
+}
+
+// aboveRoots lists the directories above the mount roots ("/" included, if
+// there is a root) and, in each, the names on the way to the roots, sorted.
+func aboveRoots(roots []root) map[string][]aboveEntry {
+	above := map[string][]aboveEntry{}
+	for _, r := range roots {
+		for p := r.path; p != "/"; p = path.Dir(p) {
+			dir, name := path.Dir(p), path.Base(p)
+			e := aboveEntry{name: name, ino: aboveIno(p)}
+			if p == r.path {
+				e.ino = r.ino
+			}
+			if !slices.Contains(above[dir], e) {
+				above[dir] = append(above[dir], e)
+			}
+		}
+	}
+	for _, es := range above {
+		slices.SortFunc(es, func(a, b aboveEntry) int { return strings.Compare(a.name, b.name) })
+	}
+	return above
+}
+
+// aboveIno is the inode number the guest sees for a directory above the
+// mount roots: a hash of its path, so that it is stable and tells nothing
+// about the host's directory.
+func aboveIno(p string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(p))
+	return h.Sum64() | 1
 }
 
 // Roots returns the mount roots: the directories the module's globs, read

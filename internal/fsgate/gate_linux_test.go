@@ -73,13 +73,16 @@ func TestNew(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer g.Close()
-			ms, err := g.Mounts(Hooks{})
+			fsys, err := g.FS(Hooks{})
 			if err != nil {
 				t.Fatal(err)
 			}
+			if (fsys == nil) != (c.mounts == "") {
+				t.Errorf("FS = %v, want a file system only with mounts", fsys)
+			}
 			var got []string
-			for _, m := range ms {
-				got = append(got, strings.ReplaceAll(m.Path, base, "$T"))
+			for _, m := range g.Roots() {
+				got = append(got, strings.ReplaceAll(m, base, "$T"))
 			}
 			if strings.Join(got, " ") != c.mounts {
 				t.Errorf("mounts = %q, want %q", got, c.mounts)
@@ -103,7 +106,7 @@ func TestNew(t *testing.T) {
 }
 
 // A root replaced (here by a link to the protected directory) between New
-// and the first Mounts is refused.
+// and the first FS is refused.
 func TestMountsRootReplaced(t *testing.T) {
 	base := t.TempDir()
 	tree(t, base, map[string]string{"out/": "", "station/x": "x"})
@@ -118,8 +121,8 @@ func TestMountsRootReplaced(t *testing.T) {
 	if err := os.Symlink("station", base+"/out"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := g.Mounts(Hooks{}); err == nil || !strings.Contains(err.Error(), "replaced") {
-		t.Fatalf("Mounts error = %v, want one saying the root was replaced", err)
+	if _, err := g.FS(Hooks{}); err == nil || !strings.Contains(err.Error(), "replaced") {
+		t.Fatalf("FS error = %v, want one saying the root was replaced", err)
 	}
 }
 
@@ -142,8 +145,8 @@ func TestClose(t *testing.T) {
 	if n, errno := f.Read(make([]byte, 4)); n != 1 || errno != 0 {
 		t.Errorf("Read of a file opened before Close = %d, %v; want 1, success", n, errno)
 	}
-	if _, err := e.g.Mounts(Hooks{}); err == nil {
-		t.Error("Mounts after Close succeeded")
+	if _, err := e.g.FS(Hooks{}); err == nil {
+		t.Error("FS after Close succeeded")
 	}
 }
 
@@ -324,11 +327,11 @@ func TestQuota(t *testing.T) {
 	tree(t, base, map[string]string{"out/": ""})
 	e := newEnv(t, base, []string{"$T/out/**"}, nil, 100)
 	one := e.mount("out")
-	ms, err := e.g.Mounts(e.hooks()) // a second instance
+	root, err := e.g.FS(e.hooks()) // a second instance
 	if err != nil {
 		t.Fatal(err)
 	}
-	two := ms[0].FS
+	two := under(root, base+"/out")
 
 	steps := []struct {
 		name string

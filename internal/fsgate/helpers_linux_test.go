@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
+	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/station-dev/station/internal/sandbox"
 )
@@ -54,13 +55,13 @@ func (r *recorder) summary(base string) string {
 	return strings.ReplaceAll(b.String(), base, "$T")
 }
 
-// env is a gate over a test tree, with one instance's mounts.
+// env is a gate over a test tree, with one instance's file system.
 type env struct {
 	t          *testing.T
 	base       string
 	g          *Gate
 	rec        *recorder
-	fs         map[string]experimentalsys.FS // by mount path relative to base
+	root       experimentalsys.FS // the instance's view, linked at "/"
 	violations []*sandbox.Violation
 	command    string
 }
@@ -98,7 +99,7 @@ func tree(t *testing.T, base string, files map[string]string) {
 // newEnv builds a gate with globs relative to base ("$T/..." expanded).
 func newEnv(t *testing.T, base string, writes, reads []string, quota int64) *env {
 	t.Helper()
-	e := &env{t: t, base: base, rec: &recorder{}, fs: map[string]experimentalsys.FS{}, command: "run"}
+	e := &env{t: t, base: base, rec: &recorder{}, command: "run"}
 	g, err := New(Options{
 		Module:     "dave/probe",
 		Writes:     expand(base, writes),
@@ -112,16 +113,8 @@ func newEnv(t *testing.T, base string, writes, reads []string, quota int64) *env
 	}
 	t.Cleanup(func() { g.Close() })
 	e.g = g
-	ms, err := g.Mounts(e.hooks())
-	if err != nil {
+	if e.root, err = g.FS(e.hooks()); err != nil {
 		t.Fatal(err)
-	}
-	for _, m := range ms {
-		rel, err := filepath.Rel(base, m.Path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.fs[rel] = m.FS
 	}
 	return e
 }
@@ -146,14 +139,63 @@ func expand(base string, globs []string) []string {
 	return out
 }
 
-// mount returns the file system mounted at the base-relative path.
+// mount returns the instance's file system as seen from the base-relative
+// directory rel: paths given to it are joined to $T/rel, as the guest would
+// write them in full.
 func (e *env) mount(rel string) experimentalsys.FS {
 	e.t.Helper()
-	fsys, ok := e.fs[rel]
-	if !ok {
-		e.t.Fatalf("no mount at %s (have %v)", rel, e.fs)
+	if e.root == nil {
+		e.t.Fatal("the gate has no file system")
 	}
-	return fsys
+	return under(e.root, filepath.Join(e.base, rel))
+}
+
+// under returns fsys with every path joined to the directory dir.
+func under(fsys experimentalsys.FS, dir string) experimentalsys.FS {
+	return &subFS{fsys: fsys, dir: strings.TrimPrefix(dir, "/")}
+}
+
+// subFS is a file system with every path joined to dir, as the guest's
+// paths under dir reach the gate's view: "a/b" is dir+"/a/b".
+type subFS struct {
+	fsys experimentalsys.FS
+	dir  string
+}
+
+func (s *subFS) join(p string) string {
+	if p == "" || p == "." {
+		return s.dir
+	}
+	return s.dir + "/" + p
+}
+
+func (s *subFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, experimentalsys.Errno) {
+	return s.fsys.OpenFile(s.join(p), flag, perm)
+}
+func (s *subFS) Lstat(p string) (sys.Stat_t, experimentalsys.Errno) { return s.fsys.Lstat(s.join(p)) }
+func (s *subFS) Stat(p string) (sys.Stat_t, experimentalsys.Errno)  { return s.fsys.Stat(s.join(p)) }
+func (s *subFS) Readlink(p string) (string, experimentalsys.Errno) {
+	return s.fsys.Readlink(s.join(p))
+}
+func (s *subFS) Mkdir(p string, perm fs.FileMode) experimentalsys.Errno {
+	return s.fsys.Mkdir(s.join(p), perm)
+}
+func (s *subFS) Chmod(p string, perm fs.FileMode) experimentalsys.Errno {
+	return s.fsys.Chmod(s.join(p), perm)
+}
+func (s *subFS) Rename(from, to string) experimentalsys.Errno {
+	return s.fsys.Rename(s.join(from), s.join(to))
+}
+func (s *subFS) Rmdir(p string) experimentalsys.Errno { return s.fsys.Rmdir(s.join(p)) }
+func (s *subFS) Link(oldPath, newPath string) experimentalsys.Errno {
+	return s.fsys.Link(s.join(oldPath), s.join(newPath))
+}
+func (s *subFS) Symlink(target, link string) experimentalsys.Errno {
+	return s.fsys.Symlink(target, s.join(link))
+}
+func (s *subFS) Unlink(p string) experimentalsys.Errno { return s.fsys.Unlink(s.join(p)) }
+func (s *subFS) Utimens(p string, atim, mtim int64) experimentalsys.Errno {
+	return s.fsys.Utimens(s.join(p), atim, mtim)
 }
 
 // state is what the test compares to prove that a file was not changed.

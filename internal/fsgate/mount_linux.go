@@ -17,9 +17,6 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 )
 
-// errno is wazero's error number; zero is success.
-type errno = experimentalsys.Errno
-
 // openRoot is a mount root directory, opened once per gate and shared by
 // the file systems of all the module's instances.
 type openRoot struct {
@@ -40,11 +37,13 @@ func identify(p string) (dev, ino uint64, isDir bool, err error) {
 	return uint64(st.Dev), st.Ino, st.Mode&unix.S_IFMT == unix.S_IFDIR, nil // Dev is narrower on some platforms
 }
 
-// Mounts returns the file systems to link into one wazero instance, each
-// bound to h. The first call opens the mount roots, checking that each is
+// FS returns the file system to link into one wazero instance at the
+// guest's "/" (sysfs.FSConfig.WithSysFSMount(fsys, "/")), bound to h: the
+// guest's view of the host, in which every path means the host path of the
+// same name. The first call opens the mount roots, checking that each is
 // still the directory New checked; later calls share them. A module with no
-// globs gets no mounts.
-func (g *Gate) Mounts(h Hooks) ([]Mount, error) {
+// globs gets nil: no file system at all.
+func (g *Gate) FS(h Hooks) (experimentalsys.FS, error) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.closed {
@@ -67,11 +66,11 @@ func (g *Gate) Mounts(h Hooks) ([]Mount, error) {
 		}
 		g.opened = opened
 	}
-	ms := make([]Mount, len(g.opened))
-	for i, r := range g.opened {
-		ms[i] = Mount{Path: r.path, FS: &mountFS{g: g, root: r, hooks: h}}
+	r := &rootFS{g: g, hooks: h, mounts: make([]*mountFS, len(g.opened))}
+	for i, o := range g.opened {
+		r.mounts[i] = &mountFS{g: g, root: o, hooks: h}
 	}
-	return ms, nil
+	return r, nil
 }
 
 func openRootDir(r root) (*openRoot, error) {
@@ -97,34 +96,14 @@ func openRootDir(r root) (*openRoot, error) {
 	return &openRoot{path: r.path, f: f, raw: raw}, nil
 }
 
-// kind is what an operation needs of a path.
-type kind int
-
-const (
-	kindSee   kind = iota // stat: the path is visible
-	kindList              // open read-only: readable, or a visible directory
-	kindRead              // read a link: readable
-	kindWrite             // any change: writable
-)
-
-// denied is the errno a denial of k returns to the guest.
-func (k kind) denied() errno {
-	if k == kindWrite {
-		return experimentalsys.EPERM
-	}
-	return experimentalsys.EACCES
-}
-
-// mountFS is one mount of one instance: experimentalsys.FS over a mount
-// root, deciding every operation with the gate's policy.
+// mountFS is one mount of one instance: it decides and performs the
+// operations that the instance's root view (rootFS) finds inside the mount
+// root, on paths relative to that root.
 type mountFS struct {
-	experimentalsys.UnimplementedFS
 	g     *Gate
 	root  *openRoot
 	hooks Hooks
 }
-
-var _ experimentalsys.FS = (*mountFS)(nil)
 
 // String implements fmt.Stringer.
 func (m *mountFS) String() string { return m.root.path }
@@ -132,35 +111,45 @@ func (m *mountFS) String() string { return m.root.path }
 // host returns the host path of a clean relative path.
 func (m *mountFS) host(rel string) string { return hostPath(m.root.path, rel) }
 
-func (m *mountFS) call() *sandbox.Call {
-	if m.hooks.Call == nil {
-		return nil
-	}
-	return m.hooks.Call()
-}
-
 // deny records a denial, reports it to the instance and returns e.
 func (m *mountFS) deny(target, reason string, e errno) errno {
-	v := sandbox.Deny(m.g.module, sandbox.Filesystem, target, reason)
-	m.g.rec.Record(v.Decision(m.call()))
-	if m.hooks.Denied != nil {
-		m.hooks.Denied(v)
+	return m.g.deny(m.hooks, target, reason, e)
+}
+
+// allow records an allowed change.
+func (m *mountFS) allow(target, reason string) { m.g.allow(m.hooks, target, reason) }
+
+// deny records a denial for the instance with hooks h, reports it to the
+// instance and returns e.
+func (g *Gate) deny(h Hooks, target, reason string, e errno) errno {
+	v := sandbox.Deny(g.module, sandbox.Filesystem, target, reason)
+	g.rec.Record(v.Decision(h.call()))
+	if h.Denied != nil {
+		h.Denied(v)
 	}
 	return e
 }
 
-// allow records an allowed change.
-func (m *mountFS) allow(target, reason string) {
-	m.g.rec.Record(sandbox.Decision{
+// allow records an allowed change for the instance with hooks h.
+func (g *Gate) allow(h Hooks, target, reason string) {
+	call := h.call()
+	g.rec.Record(sandbox.Decision{
 		Time:       time.Now(),
-		Module:     m.g.module,
-		Command:    m.call().CommandName(),
-		Trace:      m.call().TraceName(),
+		Module:     g.module,
+		Command:    call.CommandName(),
+		Trace:      call.TraceName(),
 		Capability: sandbox.Filesystem,
 		Target:     sandbox.Sanitize(target),
 		Allowed:    true,
 		Reason:     reason,
 	})
+}
+
+func (h Hooks) call() *sandbox.Call {
+	if h.Call == nil {
+		return nil
+	}
+	return h.Call()
 }
 
 // withRoot runs fn with the root's descriptor, which stays open meanwhile.
@@ -172,32 +161,15 @@ func (m *mountFS) withRoot(fn func(rootfd int) errno) errno {
 	return e
 }
 
-// clean validates a path the guest gave (relative to the mount; wazero has
-// usually cleaned it already, but nothing is assumed) and returns it clean.
-// mustDir reports a trailing slash. Refusals are recorded.
-func (m *mountFS) clean(p string, k kind) (rel string, mustDir bool, e errno) {
-	raw := m.root.path + "/" + p
-	if strings.IndexByte(p, 0) >= 0 {
-		return "", false, m.deny(raw, "contains a NUL byte", experimentalsys.EINVAL)
+// slashed returns name with the trailing slash the guest gave, so that the
+// system call applies its own rule for "name/" (it must be a directory)
+// exactly. Only calls that never follow a link at their last element get
+// it: mkdirat, unlinkat, renameat, symlinkat, and linkat's new name.
+func slashed(name string, mustDir bool) string {
+	if mustDir && name != "." {
+		return name + "/"
 	}
-	if len(p) > maxPathLen {
-		return "", false, m.deny(raw, fmt.Sprintf("is longer than %d bytes", maxPathLen), experimentalsys.ENAMETOOLONG)
-	}
-	rel = path.Clean(strings.TrimLeft(p, "/"))
-	// While the start function runs, only the mount root itself may be
-	// opened read-only (the runtime's view of its preopened directory).
-	if m.hooks.Blocked != nil && m.hooks.Blocked() && (rel != "." || k == kindWrite) {
-		return "", false, m.deny(raw, "is refused: no call is active (a module's start function cannot touch files)", k.denied())
-	}
-	if escapes(rel) {
-		return "", false, m.deny(raw, "leaves the mount", k.denied())
-	}
-	for _, e := range strings.Split(rel, "/") {
-		if len(e) > maxNameLen {
-			return "", false, m.deny(raw, fmt.Sprintf("has a name longer than %d bytes", maxNameLen), experimentalsys.ENAMETOOLONG)
-		}
-	}
-	return rel, strings.HasSuffix(p, "/") && rel != ".", 0
+	return name
 }
 
 // checker decides one operation on one path. side names the end of a
@@ -349,24 +321,24 @@ func lastLink(a *at) (*link, errno) {
 	return &link{dir: path.Dir(a.rel), name: a.name, target: target}, 0
 }
 
-// OpenFile implements experimentalsys.FS. Opening for writing (write or
-// read-write access, or O_APPEND, O_CREAT, O_TRUNC, O_EXCL) needs the
-// resolved path to be writable; opening read-only needs it readable, or a
-// visible directory. Only regular files and directories are opened; a file
-// with more than one hard link is never opened for writing. O_TRUNC is
-// applied after these checks, on the opened descriptor.
-func (m *mountFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, errno) {
+// openKind is what opening with flag needs: writable for write or
+// read-write access, or O_APPEND, O_CREAT, O_TRUNC or O_EXCL; otherwise
+// readable, or a visible directory.
+func openKind(flag experimentalsys.Oflag) kind {
 	acc := flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY)
-	write := acc != experimentalsys.O_RDONLY ||
-		flag&(experimentalsys.O_APPEND|experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_EXCL) != 0
-	k := kindList
-	if write {
-		k = kindWrite
+	if acc != experimentalsys.O_RDONLY ||
+		flag&(experimentalsys.O_APPEND|experimentalsys.O_CREAT|experimentalsys.O_TRUNC|experimentalsys.O_EXCL) != 0 {
+		return kindWrite
 	}
-	rel, mustDir, e := m.clean(p, k)
-	if e != 0 {
-		return nil, e
-	}
+	return kindList
+}
+
+// openFile opens rel for rootFS.OpenFile, k being openKind(flag). Only
+// regular files and directories are opened; a file with more than one hard
+// link is never opened for writing. O_TRUNC is applied after these checks,
+// on the opened descriptor.
+func (m *mountFS) openFile(rel string, mustDir bool, k kind, flag experimentalsys.Oflag, perm fs.FileMode) (experimentalsys.File, errno) {
+	acc := flag & (experimentalsys.O_RDONLY | experimentalsys.O_RDWR | experimentalsys.O_WRONLY)
 	if flag&experimentalsys.O_DIRECTORY != 0 && acc != experimentalsys.O_RDONLY {
 		return nil, experimentalsys.EISDIR
 	}
@@ -376,7 +348,7 @@ func (m *mountFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMod
 	}
 	c := &checker{m: m, k: k, orig: rel}
 	var out *file
-	e = m.withRoot(func(rootfd int) errno {
+	e := m.withRoot(func(rootfd int) errno {
 		return c.run(rootfd, rel, func(a *at) (*link, errno) {
 			f, l, e := m.open(c, a, flag, perm, mustDir)
 			out = f
@@ -389,8 +361,11 @@ func (m *mountFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMod
 	return out, 0
 }
 
-// open opens a's last element for OpenFile, after c allowed it.
+// open opens a's last element for openFile, after c allowed it.
 func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.FileMode, mustDir bool) (*file, *link, errno) {
+	if mustDir && flag&experimentalsys.O_CREAT != 0 {
+		return nil, nil, experimentalsys.EISDIR // as open(2) for "name/" with O_CREAT
+	}
 	write := c.k == kindWrite
 	abs := m.host(a.rel)
 	oflags := unix.O_CLOEXEC | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY
@@ -420,7 +395,8 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 		oflags |= unix.O_DIRECTORY
 	}
 	exclusive := flag&experimentalsys.O_CREAT != 0 && flag&experimentalsys.O_EXCL != 0
-	follow := flag&experimentalsys.O_NOFOLLOW == 0 && !exclusive
+	// "name/" is what name leads to, even with O_NOFOLLOW, as in open(2).
+	follow := (flag&experimentalsys.O_NOFOLLOW == 0 || mustDir) && !exclusive
 
 	// Look before opening, so that a FIFO or a device is never opened (an
 	// open can block, or have effects of its own). The descriptor is
@@ -531,31 +507,28 @@ func hardLinks(n uint64) string {
 	return fmt.Sprintf("is a file with %d hard links; it is not changed because the other links may be outside its write allowlist", n)
 }
 
-// Stat implements experimentalsys.FS: the path must be visible.
-func (m *mountFS) Stat(p string) (sys.Stat_t, errno) {
-	return m.stat(p, true)
-}
-
-// Lstat implements experimentalsys.FS: the path must be visible.
-func (m *mountFS) Lstat(p string) (sys.Stat_t, errno) {
-	return m.stat(p, false)
-}
-
-func (m *mountFS) stat(p string, follow bool) (sys.Stat_t, errno) {
-	rel, mustDir, e := m.clean(p, kindSee)
-	if e != 0 {
-		return sys.Stat_t{}, e
-	}
+// stat returns the status of rel, which must be visible. "name/" follows a
+// link at name even for lstat, as stat(2) does.
+func (m *mountFS) stat(rel string, mustDir, follow bool) (sys.Stat_t, errno) {
+	follow = follow || mustDir
 	c := &checker{m: m, k: kindSee, orig: rel}
 	var st unix.Stat_t
-	e = m.withRoot(func(rootfd int) errno {
+	e := m.withRoot(func(rootfd int) errno {
 		return c.run(rootfd, rel, func(a *at) (*link, errno) {
 			var e errno
 			st, e = fstatat(a.dir, a.name)
-			if e == 0 && follow && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+			if e != 0 || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+				return nil, e
+			}
+			if follow {
 				return lastLink(a)
 			}
-			return nil, e
+			// A link's size is the length of its target: none, if the
+			// module may not read the target (see readlink).
+			if target, e := readlink(a.dir, a.name); e != 0 || !m.shows(path.Dir(a.rel), target) {
+				st.Size = 0
+			}
+			return nil, 0
 		})
 	})
 	if e != 0 {
@@ -567,15 +540,33 @@ func (m *mountFS) stat(p string, follow bool) (sys.Stat_t, errno) {
 	return toStat(&st), 0
 }
 
-// Readlink implements experimentalsys.FS: the link must be readable.
-func (m *mountFS) Readlink(p string) (string, errno) {
-	rel, _, e := m.clean(p, kindRead)
-	if e != 0 {
-		return "", e
-	}
+// readlink returns the target of the link rel, which must be readable. A
+// target that names something the module may not see (a host path outside
+// its grants, or a hidden name inside a mount) is refused: the guest learns
+// nothing about the host from it. "name/" is what name leads to, which is
+// never a link (EINVAL for a directory, ENOTDIR otherwise), as in
+// readlink(2).
+func (m *mountFS) readlink(rel string, mustDir bool) (string, errno) {
 	c := &checker{m: m, k: kindRead, orig: rel}
 	var target string
-	e = m.withRoot(func(rootfd int) errno {
+	e := m.withRoot(func(rootfd int) errno {
+		if mustDir {
+			var st unix.Stat_t
+			e := c.run(rootfd, rel, func(a *at) (*link, errno) {
+				var e errno
+				if st, e = fstatat(a.dir, a.name); e == 0 && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					return lastLink(a)
+				}
+				return nil, e
+			})
+			switch {
+			case e != 0:
+				return e
+			case st.Mode&unix.S_IFMT == unix.S_IFDIR:
+				return experimentalsys.EINVAL
+			}
+			return experimentalsys.ENOTDIR
+		}
 		hops := 0
 		a, e := c.resolve(rootfd, rel, &hops)
 		if e != 0 {
@@ -585,20 +576,48 @@ func (m *mountFS) Readlink(p string) (string, errno) {
 		if a.name == "." {
 			return experimentalsys.EINVAL
 		}
-		target, e = readlink(a.dir, a.name)
-		return e
+		t, e := readlink(a.dir, a.name)
+		if e != 0 {
+			return e
+		}
+		if !m.shows(path.Dir(a.rel), t) {
+			return c.refuse(a.rel, "is a symlink whose target is not in its read allowlist ("+m.g.pol.readList+")")
+		}
+		target = t
+		return 0
 	})
 	return target, e
 }
 
-// mutate resolves p for an operation that changes its last element without
-// following it, decides that the resolved path is writable, and runs op
-// there. op calls c.allowed just before it changes anything.
-func (m *mountFS) mutate(p string, op func(c *checker, a *at) errno) errno {
-	rel, _, e := m.clean(p, kindWrite)
-	if e != 0 {
-		return e
+// shows reports whether the module may learn target, the target of a link
+// in the directory dir (relative to the mount): every path it names on the
+// way, resolved lexically from dir (or from "/" if it is absolute), is one
+// the module may see.
+func (m *mountFS) shows(dir, target string) bool {
+	cur := m.host(dir)
+	if strings.HasPrefix(target, "/") {
+		cur = "/"
 	}
+	for s := range strings.SplitSeq(target, "/") {
+		switch s {
+		case "", ".":
+			continue
+		case "..":
+			cur = path.Dir(cur) // above something visible: visible
+			continue
+		}
+		cur = hostPath(cur, s)
+		if !m.g.pol.visible(cur) {
+			return false
+		}
+	}
+	return true
+}
+
+// mutate resolves rel for an operation that changes its last element
+// without following it, decides that the resolved path is writable, and
+// runs op there. op calls c.allowed just before it changes anything.
+func (m *mountFS) mutate(rel string, op func(c *checker, a *at) errno) errno {
 	c := &checker{m: m, k: kindWrite, orig: rel}
 	return m.withRoot(func(rootfd int) errno {
 		hops := 0
@@ -621,16 +640,16 @@ func (c *checker) allowed(rel, verb string) {
 	c.m.allow(target, verb+" (allowed by "+c.glob+")")
 }
 
-// Mkdir implements experimentalsys.FS: the path must be writable.
-func (m *mountFS) Mkdir(p string, perm fs.FileMode) errno {
+// mkdir creates the directory rel, which must be writable.
+func (m *mountFS) mkdir(rel string, mustDir bool, perm fs.FileMode) errno {
 	m.g.ns.RLock()
 	defer m.g.ns.RUnlock()
-	return m.mutate(p, func(c *checker, a *at) errno {
+	return m.mutate(rel, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return experimentalsys.EEXIST
 		}
 		c.allowed(a.rel, "mkdir")
-		e := experimentalsys.UnwrapOSError(unix.Mkdirat(a.dir, a.name, uint32(perm.Perm())))
+		e := experimentalsys.UnwrapOSError(unix.Mkdirat(a.dir, slashed(a.name, mustDir), uint32(perm.Perm())))
 		if e == experimentalsys.ENOTDIR {
 			e = experimentalsys.ENOENT
 		}
@@ -638,25 +657,26 @@ func (m *mountFS) Mkdir(p string, perm fs.FileMode) errno {
 	})
 }
 
-// Rmdir implements experimentalsys.FS: the path must be writable.
-func (m *mountFS) Rmdir(p string) errno {
+// rmdir removes the directory rel, which must be writable.
+func (m *mountFS) rmdir(rel string, mustDir bool) errno {
 	m.g.ns.RLock()
 	defer m.g.ns.RUnlock()
-	return m.mutate(p, func(c *checker, a *at) errno {
+	return m.mutate(rel, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return c.refuse(a.rel, "is the root of a mount")
 		}
 		c.allowed(a.rel, "rmdir")
-		return experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, a.name, unix.AT_REMOVEDIR))
+		return experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, slashed(a.name, mustDir), unix.AT_REMOVEDIR))
 	})
 }
 
-// Unlink implements experimentalsys.FS: the path must be writable. The
-// bytes of a regular file's last link are returned to the quota.
-func (m *mountFS) Unlink(p string) errno {
+// unlink removes rel, which must be writable. The bytes of a regular
+// file's last link are returned to the quota. "name/" is never unlinked
+// (unlinkat(2) answers ENOTDIR, or EISDIR for a directory).
+func (m *mountFS) unlink(rel string, mustDir bool) errno {
 	m.g.ns.RLock()
 	defer m.g.ns.RUnlock()
-	return m.mutate(p, func(c *checker, a *at) errno {
+	return m.mutate(rel, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return c.refuse(a.rel, "is the root of a mount")
 		}
@@ -667,7 +687,10 @@ func (m *mountFS) Unlink(p string) errno {
 		if e != 0 {
 			return e
 		}
-		if e := experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, a.name, 0)); e != 0 {
+		if e := experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, slashed(a.name, mustDir), 0)); e != 0 {
+			if e == experimentalsys.EPERM {
+				e = experimentalsys.EISDIR // as wazero's own directory file system
+			}
 			return e
 		}
 		m.g.credit(&st)
@@ -675,18 +698,61 @@ func (m *mountFS) Unlink(p string) errno {
 	})
 }
 
-// Rename implements experimentalsys.FS: both paths must be writable, and a
-// directory may only move from and to places where everything below it is
-// writable too. The bytes of a regular file it replaces are returned to
-// the quota.
+// end is one end of a rename or link: the mount it is in, the path
+// relative to the mount root, and its trailing slash.
+type end struct {
+	m       *mountFS
+	rel     string
+	mustDir bool
+}
+
+// pair resolves the two ends of a rename or link, neither followed at its
+// last element, decides that both are writable, and runs op. The ends may
+// be in different mounts. Decisions name both ends: "from -> to".
+func pair(from, to end, op func(cf, ct *checker, af, at *at) errno) errno {
+	target := pairTarget(from.m.host(from.rel), to.m.host(to.rel))
+	cf := &checker{m: from.m, k: kindWrite, orig: from.rel, side: "source", target: target}
+	ct := &checker{m: to.m, k: kindWrite, orig: to.rel, side: "destination", target: target}
+	return from.m.withRoot(func(fromfd int) errno {
+		return to.m.withRoot(func(tofd int) errno {
+			hops := 0
+			af, e := cf.resolve(fromfd, from.rel, &hops)
+			if e != 0 {
+				return e
+			}
+			defer af.close()
+			hops = 0
+			at, e := ct.resolve(tofd, to.rel, &hops)
+			if e != 0 {
+				return e
+			}
+			defer at.close()
+			raced("use", af.rel)
+			raced("use", at.rel)
+			return op(cf, ct, &af, &at)
+		})
+	})
+}
+
+// pairTarget is the target of a decision on a rename or link.
+func pairTarget(from, to string) string {
+	if t := from + " -> " + to; len(t) <= sandbox.MaxTargetLen {
+		return t
+	}
+	return sandbox.SanitizeLimit(from, 124) + " -> " + sandbox.SanitizeLimit(to, 124)
+}
+
+// rename renames from to to: both must be writable, and a directory may
+// only move from and to places where everything below it is writable too.
+// The bytes of a regular file it replaces are returned to the quota.
 //
-// Rename holds the gate's namespace lock exclusively, so no other
+// rename holds the gate's namespace lock exclusively, so no other
 // operation of this module can turn a file it checked into a directory (or
 // the reverse) before it renames.
-func (m *mountFS) Rename(from, to string) errno {
-	m.g.ns.Lock()
-	defer m.g.ns.Unlock()
-	return m.pair(from, to, "rename", func(cf, ct *checker, af, at *at) errno {
+func (g *Gate) rename(from, to end) errno {
+	g.ns.Lock()
+	defer g.ns.Unlock()
+	return pair(from, to, func(cf, ct *checker, af, at *at) errno {
 		if af.name == "." {
 			return cf.refuse(af.rel, "is the root of a mount")
 		}
@@ -698,34 +764,50 @@ func (m *mountFS) Rename(from, to string) errno {
 			return e
 		}
 		if sf.Mode&unix.S_IFMT == unix.S_IFDIR {
-			if !m.g.pol.subtreeWritable(m.host(af.rel)) {
-				return cf.refuse(af.rel, "is a directory whose contents are not all in its write allowlist ("+m.g.pol.writeList+")")
+			if !g.pol.subtreeWritable(cf.m.host(af.rel)) {
+				return cf.refuse(af.rel, "is a directory whose contents are not all in its write allowlist ("+g.pol.writeList+")")
 			}
-			if !m.g.pol.subtreeWritable(m.host(at.rel)) {
-				return ct.refuse(at.rel, "is a directory whose contents would not all be in its write allowlist ("+m.g.pol.writeList+")")
+			if !g.pol.subtreeWritable(ct.m.host(at.rel)) {
+				return ct.refuse(at.rel, "is a directory whose contents would not all be in its write allowlist ("+g.pol.writeList+")")
 			}
 		}
 		cf.allowed(af.rel, "rename")
-		m.g.sizeMu.Lock()
-		defer m.g.sizeMu.Unlock()
+		g.sizeMu.Lock()
+		defer g.sizeMu.Unlock()
 		st, replaced := fstatat(at.dir, at.name)
-		if e := experimentalsys.UnwrapOSError(unix.Renameat(af.dir, af.name, at.dir, at.name)); e != 0 {
+		if e := experimentalsys.UnwrapOSError(unix.Renameat(af.dir, slashed(af.name, from.mustDir), at.dir, slashed(at.name, to.mustDir))); e != 0 {
 			return e
 		}
 		if replaced == 0 && (st.Dev != sf.Dev || st.Ino != sf.Ino) {
-			m.g.credit(&st)
+			g.credit(&st)
 		}
 		return 0
 	})
 }
 
-// Link implements experimentalsys.FS: both paths must be writable.
-func (m *mountFS) Link(oldPath, newPath string) errno {
-	m.g.ns.RLock()
-	defer m.g.ns.RUnlock()
-	return m.pair(oldPath, newPath, "link", func(co, cn *checker, ao, an *at) errno {
+// link makes newPath a hard link of oldPath: both must be writable.
+// "old/" is what old leads to, which must be a directory, and directories
+// are not linked (EPERM), as in linkat(2).
+func (g *Gate) link(oldPath, newPath end) errno {
+	g.ns.RLock()
+	defer g.ns.RUnlock()
+	return pair(oldPath, newPath, func(co, cn *checker, ao, an *at) errno {
 		if ao.name == "." {
 			return experimentalsys.EPERM // a directory
+		}
+		if oldPath.mustDir {
+			// A directory, or an error: linkat(2) then looks at the new
+			// name before it refuses to link a directory.
+			if _, e := co.m.stat(ao.rel, true, true); e != 0 {
+				return e
+			}
+			if _, e := fstatat(an.dir, an.name); e == 0 || an.name == "." {
+				return experimentalsys.EEXIST
+			}
+			if newPath.mustDir {
+				return experimentalsys.ENOENT
+			}
+			return experimentalsys.EPERM
 		}
 		if an.name == "." {
 			return experimentalsys.EEXIST
@@ -738,54 +820,17 @@ func (m *mountFS) Link(oldPath, newPath string) errno {
 			return co.refuse(ao.rel, hardLinks(uint64(st.Nlink)))
 		}
 		co.allowed(ao.rel, "link")
-		return experimentalsys.UnwrapOSError(unix.Linkat(ao.dir, ao.name, an.dir, an.name, 0))
+		return experimentalsys.UnwrapOSError(unix.Linkat(ao.dir, ao.name, an.dir, slashed(an.name, newPath.mustDir), 0))
 	})
 }
 
-// pair resolves the two paths of a rename or link, neither followed at its
-// last element, decides that both are writable, and runs op. Decisions
-// name both ends: "from -> to".
-func (m *mountFS) pair(from, to, verb string, op func(cf, ct *checker, af, at *at) errno) errno {
-	rf, _, e := m.clean(from, kindWrite)
-	if e != 0 {
-		return e
-	}
-	rt, _, e := m.clean(to, kindWrite)
-	if e != 0 {
-		return e
-	}
-	target := m.host(rf) + " -> " + m.host(rt)
-	if len(target) > sandbox.MaxTargetLen {
-		target = sandbox.SanitizeLimit(m.host(rf), 124) + " -> " + sandbox.SanitizeLimit(m.host(rt), 124)
-	}
-	cf := &checker{m: m, k: kindWrite, orig: rf, side: "source", target: target}
-	ct := &checker{m: m, k: kindWrite, orig: rt, side: "destination", target: target}
-	return m.withRoot(func(rootfd int) errno {
-		hops := 0
-		af, e := cf.resolve(rootfd, rf, &hops)
-		if e != 0 {
-			return e
-		}
-		defer af.close()
-		hops = 0
-		at, e := ct.resolve(rootfd, rt, &hops)
-		if e != 0 {
-			return e
-		}
-		defer at.close()
-		raced("use", af.rel)
-		raced("use", at.rel)
-		return op(cf, ct, &af, &at)
-	})
-}
-
-// Symlink implements experimentalsys.FS: the link's path must be writable
-// and its target, resolved from the link's directory, must stay inside the
-// mount. Absolute targets are refused.
-func (m *mountFS) Symlink(target, linkName string) errno {
+// symlink creates the link rel, which must be writable, to target, which
+// resolved from the link's directory must stay inside the mount. Absolute
+// targets are refused.
+func (m *mountFS) symlink(target, rel string, mustDir bool) errno {
 	m.g.ns.RLock()
 	defer m.g.ns.RUnlock()
-	return m.mutate(linkName, func(c *checker, a *at) errno {
+	return m.mutate(rel, func(c *checker, a *at) errno {
 		switch {
 		case strings.IndexByte(target, 0) >= 0:
 			return m.deny(m.host(a.rel), "is a symlink whose target contains a NUL byte", experimentalsys.EINVAL)
@@ -801,14 +846,14 @@ func (m *mountFS) Symlink(target, linkName string) errno {
 			return m.deny(m.host(a.rel), "is a symlink whose target ("+sandbox.SanitizeLimit(target, 64)+") leaves the mount", experimentalsys.EPERM)
 		}
 		c.allowed(a.rel, "symlink to "+sandbox.SanitizeLimit(target, 64))
-		return experimentalsys.UnwrapOSError(unix.Symlinkat(target, a.dir, a.name))
+		return experimentalsys.UnwrapOSError(unix.Symlinkat(target, a.dir, slashed(a.name, mustDir)))
 	})
 }
 
-// Chmod implements experimentalsys.FS: the resolved path (symbolic links
-// are followed) must be writable. Only the permission bits are set.
-func (m *mountFS) Chmod(p string, perm fs.FileMode) errno {
-	return m.inode(p, "chmod", func(fd int, a *at, st *unix.Stat_t) errno {
+// chmod sets the permission bits of rel (symbolic links are followed),
+// which must be writable.
+func (m *mountFS) chmod(rel string, mustDir bool, perm fs.FileMode) errno {
+	return m.inode(rel, mustDir, "chmod", func(fd int, a *at, st *unix.Stat_t) errno {
 		mode := uint32(perm.Perm())
 		err := unix.Fchmodat(fd, "", mode, unix.AT_EMPTY_PATH)
 		if err != unix.EOPNOTSUPP && err != unix.ENOSYS && err != unix.EINVAL {
@@ -818,10 +863,10 @@ func (m *mountFS) Chmod(p string, perm fs.FileMode) errno {
 	})
 }
 
-// Utimens implements experimentalsys.FS: the resolved path (symbolic links
-// are followed) must be writable.
-func (m *mountFS) Utimens(p string, atim, mtim int64) errno {
-	return m.inode(p, "set times", func(fd int, a *at, st *unix.Stat_t) errno {
+// utimens sets the times of rel (symbolic links are followed), which must
+// be writable.
+func (m *mountFS) utimens(rel string, mustDir bool, atim, mtim int64) errno {
+	return m.inode(rel, mustDir, "set times", func(fd int, a *at, st *unix.Stat_t) errno {
 		ts := []unix.Timespec{timespec(atim), timespec(mtim)}
 		err := unix.UtimesNanoAt(fd, "", ts, unix.AT_EMPTY_PATH)
 		if err != unix.EOPNOTSUPP && err != unix.ENOSYS && err != unix.EINVAL && err != unix.EBADF {
@@ -831,16 +876,12 @@ func (m *mountFS) Utimens(p string, atim, mtim int64) errno {
 	})
 }
 
-// inode resolves p following symbolic links, decides that the result is
+// inode resolves rel following symbolic links, decides that the result is
 // writable, opens it as an O_PATH descriptor (never following a link) and
 // runs op on that descriptor, so what op changes is what was decided on.
 // A file with other hard links is refused: its metadata is shared with
-// them.
-func (m *mountFS) inode(p, verb string, op func(fd int, a *at, st *unix.Stat_t) errno) errno {
-	rel, _, e := m.clean(p, kindWrite)
-	if e != 0 {
-		return e
-	}
+// them. With mustDir the result must be a directory.
+func (m *mountFS) inode(rel string, mustDir bool, verb string, op func(fd int, a *at, st *unix.Stat_t) errno) errno {
 	c := &checker{m: m, k: kindWrite, orig: rel}
 	return m.withRoot(func(rootfd int) errno {
 		return c.run(rootfd, rel, func(a *at) (*link, errno) {
@@ -859,6 +900,9 @@ func (m *mountFS) inode(p, verb string, op func(fd int, a *at, st *unix.Stat_t) 
 					return nil, e
 				}
 				return &link{dir: path.Dir(a.rel), name: a.name, target: target}, 0
+			}
+			if mustDir && st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				return nil, experimentalsys.ENOTDIR
 			}
 			if st.Mode&unix.S_IFMT != unix.S_IFDIR && st.Nlink > 1 {
 				return nil, c.refuse(a.rel, hardLinks(uint64(st.Nlink)))

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // openRoot is not used outside Linux.
@@ -23,10 +25,10 @@ func identify(p string) (dev, ino uint64, isDir bool, err error) {
 	return 0, 0, fi.IsDir(), nil
 }
 
-// Mounts returns no mounts for a module without globs. Outside Linux the
-// gate has no race-free way to resolve paths (it needs openat2 and
-// O_PATH), so a module with globs cannot be linked.
-func (g *Gate) Mounts(h Hooks) ([]Mount, error) {
+// FS returns nil for a module without globs. Outside Linux the gate has no
+// race-free way to resolve paths (it needs openat2 and O_PATH), so a module
+// with globs cannot be linked.
+func (g *Gate) FS(h Hooks) (experimentalsys.FS, error) {
 	if len(g.roots) == 0 {
 		return nil, nil
 	}

@@ -203,7 +203,9 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	if err := m.checkShape(); err != nil {
 		return nil, err
 	}
-	if _, err := wasi_snapshot_preview1.Instantiate(ctx, m.rt); err != nil {
+	// WASI as wazero has it, except that every path a file operation names
+	// reaches the filesystem gate, even one wazero's WASI layer refuses.
+	if _, err := fsgate.InstantiateWASI(ctx, m.rt); err != nil {
 		return nil, fmt.Errorf("link wasi: %w", err)
 	}
 	if err := m.link(ctx); err != nil {
@@ -321,9 +323,9 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		WithStdout(out).
 		WithStderr(out)
 	if m.fs != nil {
-		// The module sees exactly its mounts; every operation on them goes
-		// through its filesystem gate.
-		mounts, err := m.fs.Mounts(fsgate.Hooks{
+		// The module's only preopened directory is "/", the gate's view of
+		// the host: every path it names is decided by its filesystem gate.
+		fsys, err := m.fs.FS(fsgate.Hooks{
 			Call: func() *sandbox.Call { return inst.st.call },
 			Denied: func(v *sandbox.Violation) {
 				if inst.st.violation == nil {
@@ -335,11 +337,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		if err != nil {
 			return nil, fmt.Errorf("module %s: mount: %w", m.id, err)
 		}
-		fsc := wazero.NewFSConfig()
-		for _, mt := range mounts {
-			fsc = fsc.(sysfs.FSConfig).WithSysFSMount(mt.FS, mt.Path)
-		}
-		cfg = cfg.WithFSConfig(fsc)
+		cfg = cfg.WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, "/"))
 	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
 	if err == nil {
