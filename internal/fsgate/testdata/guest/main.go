@@ -1,7 +1,8 @@
 // Command guest is the end-to-end test guest of package fsgate: a WASI
 // reactor whose export run performs the file operations in its arguments,
 // one per argument as "op|path|arg", and prints one line per operation:
-// "op path: ok [result]" or "op path: error text".
+// "op path: ok [result]" or "op path: error text". Relative paths are
+// resolved from $PWD, or from the first preopened directory.
 package main
 
 import (
@@ -109,8 +110,52 @@ func do(op, p, arg string) (string, error) {
 			syscall.Close(fd)
 		}
 		return "", err
+	case "openatw": // as openat, creating for writing
+		d, err := os.Open(p)
+		if err != nil {
+			return "", err
+		}
+		defer d.Close()
+		fd, err := syscall.Openat(int(d.Fd()), arg, syscall.O_WRONLY|syscall.O_CREAT, 0o644)
+		if err == nil {
+			syscall.Close(fd)
+		}
+		return "", err
 	case "chdir":
 		return "", os.Chdir(p)
+
+	// Single system calls, so that errno is the call's own (os.Remove, for
+	// one, tries unlink and then rmdir).
+	case "unlink":
+		return "", syscall.Unlink(p)
+	case "rmdir":
+		return "", syscall.Rmdir(p)
+	case "srename":
+		return "", syscall.Rename(p, arg)
+	case "lstat":
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return "", err
+		}
+		return fmt.Sprintf(" %v", fi.Mode().Type()), nil
+	case "open":
+		f, err := os.Open(p)
+		if err == nil {
+			f.Close()
+		}
+		return "", err
+	case "opennf": // open(O_RDONLY|O_NOFOLLOW)
+		fd, err := syscall.Open(p, syscall.O_RDONLY|syscall.O_NOFOLLOW, 0)
+		if err == nil {
+			syscall.Close(fd)
+		}
+		return "", err
+	case "create": // open(O_WRONLY|O_CREAT|O_TRUNC)
+		fd, err := syscall.Open(p, syscall.O_WRONLY|syscall.O_CREAT|syscall.O_TRUNC, 0o644)
+		if err == nil {
+			syscall.Close(fd)
+		}
+		return "", err
 	}
 	return "", fmt.Errorf("unknown op %q", op)
 }
