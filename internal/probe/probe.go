@@ -83,6 +83,9 @@ const (
 	OpSymlink  = "symlink"  // To (the link's target), Path (the link)
 	OpLink     = "link"     // Path (existing), To (new name)
 	OpChtimes  = "chtimes"  // Path
+	OpReadlink = "readlink" // Path; Result.Data is the link's target
+	OpList     = "list"     // Path; Result.Data is the names in the directory, sorted, comma-separated
+	OpOpenat   = "openat"   // Path (a directory), To or RawPath (passed to path_open as it is), Create
 	OpExec     = "exec"     // Argv, ExecEnv, Data (stdin), Path (working directory); needs ExecTag
 	OpLLM      = "llm"      // LLM; needs LLMTag
 )
@@ -112,6 +115,8 @@ type Action struct {
 	Path    string              `json:"path,omitempty"`
 	To      string              `json:"to,omitempty"`
 	Code    int                 `json:"code,omitempty"`
+	RawPath []byte              `json:"raw_path,omitempty"`
+	Create  bool                `json:"create,omitempty"`
 	Argv    []string            `json:"argv,omitempty"`
 	ExecEnv map[string]string   `json:"exec_env,omitempty"`
 	LLM     *LLMRequest         `json:"llm,omitempty"`
@@ -164,7 +169,7 @@ type Result struct {
 	Handle    *uint32 `json:"handle,omitempty"`     // http_request: the handle half
 	Buffer    *string `json:"buffer,omitempty"`     // http_request with Read: the buffer
 
-	// output, read
+	// output, read, readlink, list
 	Data string `json:"data,omitempty"`
 
 	// env
@@ -373,3 +378,23 @@ func (a Action) WithMaxTokens(n int) Action {
 
 // Chtimes sets the access and modification times of path to the Unix epoch.
 func Chtimes(path string) Action { return Action{Op: OpChtimes, Path: path} }
+
+// Readlink reads the symbolic link path (Result.Data is its target).
+func Readlink(path string) Action { return Action{Op: OpReadlink, Path: path} }
+
+// List lists the directory path (Result.Data is the names, sorted,
+// comma-separated).
+func List(path string) Action { return Action{Op: OpList, Path: path} }
+
+// Openat opens the directory dir, then opens rel from it with one WASI
+// path_open, read-only, passing rel as it is: the way C and Rust guests name
+// paths, where Go's os package would clean them first.
+func Openat(dir, rel string) Action { return Action{Op: OpOpenat, Path: dir, To: rel} }
+
+// OpenatBytes is Openat with a path of any bytes, valid UTF-8 or not.
+func OpenatBytes(dir string, rel []byte) Action {
+	return Action{Op: OpOpenat, Path: dir, RawPath: rel}
+}
+
+// Creating returns the openat action a creating rel for writing instead.
+func (a Action) Creating() Action { a.Create = true; return a }

@@ -91,8 +91,10 @@ func do(ctx context.Context, a probe.Action) probe.Result {
 	case probe.OpEnv:
 		r.Args, r.Env = os.Args, os.Environ()
 	case probe.OpRead, probe.OpWrite, probe.OpAppend, probe.OpTruncate, probe.OpRemove, probe.OpRename,
-		probe.OpMkdir, probe.OpRmdir, probe.OpSymlink, probe.OpLink, probe.OpChtimes:
+		probe.OpMkdir, probe.OpRmdir, probe.OpSymlink, probe.OpLink, probe.OpChtimes, probe.OpReadlink, probe.OpList:
 		err = file(a, &r)
+	case probe.OpOpenat:
+		err = openat(a)
 	case probe.OpExec:
 		err = doExec(ctx, a, &r)
 	case probe.OpLLM:
@@ -221,6 +223,18 @@ func file(a probe.Action, r *probe.Result) error {
 		return os.Link(a.Path, a.To)
 	case probe.OpChtimes:
 		return os.Chtimes(a.Path, time.Unix(0, 0), time.Unix(0, 0))
+	case probe.OpReadlink:
+		target, err := os.Readlink(a.Path)
+		r.Data = target
+		return err
+	case probe.OpList:
+		es, err := os.ReadDir(a.Path)
+		names := make([]string, len(es))
+		for i, e := range es {
+			names[i] = e.Name()
+		}
+		r.Data = strings.Join(names, ",") // os.ReadDir sorts
+		return err
 	}
 	return fmt.Errorf("unknown op %q", a.Op)
 }
