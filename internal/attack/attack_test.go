@@ -20,6 +20,8 @@ type want struct {
 	ok     bool   // the last action succeeded
 	status int    // for http: the status (0: any)
 	body   string // for http: a prefix of the body
+	data   string // for a successful read, readlink or list: its Result.Data
+	msg    string // for a failed action: a substring of its error message
 
 	code       string // error code; alternatives separated by "|"
 	capability string // error capability
@@ -45,6 +47,9 @@ type acase struct {
 	want   want
 	reach  []string // fixtures that may see a connection; every other must see none
 	fsMay  []string // paths under the tree (relative) the case may change
+	// fsAudit, if set, is the target of a filesystem denial of the module
+	// that the case must leave in the audit log.
+	fsAudit string
 
 	parallel  int        // run the case this many times concurrently ...
 	companion *companion // ... alongside this
@@ -138,6 +143,9 @@ func check(module string, w want, res []probe.Result, n int, err error) string {
 		if w.body != "" && !strings.HasPrefix(r.Body, w.body) {
 			return fmt.Sprintf("body %q, want prefix %q", r.Body, w.body)
 		}
+		if w.data != "" && r.Data != w.data {
+			return fmt.Sprintf("data %q, want %q", r.Data, w.data)
+		}
 		return ""
 	}
 	if r.OK || r.Error == nil {
@@ -155,6 +163,9 @@ func check(module string, w want, res []probe.Result, n int, err error) string {
 	}
 	if w.reason != "" && !strings.Contains(e.Reason, w.reason) {
 		return fmt.Sprintf("error %+v, want reason containing %q", e, w.reason)
+	}
+	if w.msg != "" && !strings.Contains(e.Message, w.msg) {
+		return fmt.Sprintf("error %q, want one containing %q", e.Message, w.msg)
 	}
 	if e.Code == "denied" && !strings.Contains(e.Message, "module "+module+":") {
 		return fmt.Sprintf("denial %q does not name module %s", e.Message, module)
@@ -264,6 +275,15 @@ func runCase(t *testing.T, w *world, c acase) {
 		}
 		if !found {
 			t.Errorf("no %s denial of %s in the audit log", c.want.capability, c.module)
+		}
+	}
+	if c.fsAudit != "" {
+		found := false
+		for _, r := range w.deniedSince(t, since) {
+			found = found || (r.Module == c.module && r.Capability == "filesystem" && r.Target == c.fsAudit)
+		}
+		if !found {
+			t.Errorf("no filesystem denial of %s for %s in the audit log", c.module, c.fsAudit)
 		}
 	}
 	if c.post != nil {
