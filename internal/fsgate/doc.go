@@ -4,12 +4,14 @@
 // A Gate is built for one module when the module is linked. It binds the
 // module id, the module's write and read globs, the operator's protected
 // directories, the audit Recorder and the disk quota; nothing is looked up
-// later from process-global state. Mounts returns, for each wazero instance
-// of the module, the file systems to link with
-// sysfs.FSConfig.WithSysFSMount; they implement experimentalsys.FS over
-// the gate, so a guest uses ordinary file APIs (Go's os package over WASI)
-// and every operation it makes is decided here. See docs/filesystem.md for
-// the design and the reasons behind it.
+// later from process-global state. FS returns, for each wazero instance of
+// the module, the file system to link as the guest's only preopened
+// directory, "/" (sysfs.FSConfig.WithSysFSMount(fsys, "/")), and
+// InstantiateWASI links wazero's WASI functions so that every path the
+// guest names reaches it. It implements experimentalsys.FS over the gate, so
+// a guest uses ordinary file APIs (Go's os package over WASI) and every
+// operation it makes is decided here. See docs/filesystem.md for the design
+// and the reasons behind it.
 //
 // # Globs and mounts
 //
@@ -19,11 +21,27 @@
 // root is its longest leading directory without glob characters
 // ("/home/u/out/**" → /home/u/out, "/data/*.csv" → /data,
 // "/home/u/notes/todo.txt" → /home/u/notes); roots inside other roots
-// collapse into the outer one. Each root is mounted at the same path in the
-// guest as on the host. New refuses a root that does not exist (the
+// collapse into the outer one. New refuses a root that does not exist (the
 // operator creates it), that is not a directory, that is "/", or that is,
 // contains or is inside an Options.Protected directory. A module without
-// globs gets no mounts: it sees no file system at all.
+// globs gets no file system at all.
+//
+// # The guest's view
+//
+// The guest sees one directory tree, "/", in which every path is the host
+// path of the same name. The gate resolves each path itself ("." and ".."
+// lexically, ".." stopping at "/") and hands it, on segment boundaries, to
+// the mount root it is in: /home/u/outside.txt is never inside the mount
+// /home/u/out. "/" and the directories above the mount roots exist only as
+// the way to them: they list the names on that way, and stat shows a bare
+// directory (mode 0555, inode made up, nothing of the host's). Everything
+// else outside the mounts does not exist for the module, as a hidden name
+// inside a mount does not. The guest's working directory is "/".
+//
+// wazero's WASI layer refuses some paths before any file system sees them:
+// absolute ones, ones leading out of their directory descriptor with "..",
+// and ones that are not valid UTF-8. InstantiateWASI hands those to the gate
+// instead, which denies them as any other path it does not allow.
 //
 // # Decisions
 //
@@ -50,14 +68,27 @@
 //     outside the allowlist. The mount root itself cannot be removed or
 //     renamed.
 //   - Reading a file or a link needs the path to match a read or write glob.
-//     A directory above a granted path (say /home/u for /home/u/out/**) may
-//     be stat-ed, opened and listed so that the guest can walk to its files,
-//     but a listing shows only entries the module may see; anything else
-//     does not exist for the module, not even for stat.
+//     A directory above a granted path (say /data/2024 for
+//     /data/*/report.csv) may be stat-ed, opened and listed so that the
+//     guest can walk to its files, but a listing shows only entries the
+//     module may see; anything else does not exist for the module, not even
+//     for stat.
+//   - readlink shows a link's target only if every path the target names on
+//     the way (resolved lexically from the link's directory, or from "/")
+//     is one the module may see; otherwise it is refused (EACCES), and
+//     lstat shows the link with size 0: the guest learns nothing of host
+//     paths outside its grants, nor of hidden names inside a mount.
+//   - A trailing slash means what the system call makes of it: "name/" must
+//     be a directory. For unlink, rmdir, rename, link's new name, symlink
+//     and mkdir the slash is passed to the system call at the last element,
+//     where it never follows a link; for open, stat, lstat, readlink,
+//     chmod, set-times and link's old name the gate follows a link at the
+//     last element first, as the kernel does, and then requires a
+//     directory.
 //   - Only regular files and directories are opened: FIFOs, devices and
 //     sockets are refused (and never opened).
-//   - Paths with a NUL byte, longer than 4095 bytes, with a name longer than
-//     255 bytes, or leading out of the mount with ".." are refused.
+//   - Paths with a NUL byte, longer than 4095 bytes, or with a name longer
+//     than 255 bytes are refused.
 //
 // Every denial and every allowed change goes to the Recorder as a
 // sandbox.Decision (capability filesystem, target the sanitized host path,

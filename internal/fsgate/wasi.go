@@ -185,7 +185,7 @@ func refuse(mod api.Module, fd int32, raw []byte, k kind, reason string) (e errn
 // methods are read with reflection (mod.Sys.FS().LookupFile(fd)), only for
 // a path that wazero would refuse anyway. If wazero changes that shape,
 // ok is false and wazero refuses the path itself, unrecorded;
-// TestWASIRefusalsReachTheGate fails then.
+// TestGuestView fails then.
 func dirEntry(mod api.Module, fd int32) (fsys experimentalsys.FS, name string, isDir, ok bool) {
 	defer func() {
 		if recover() != nil {
