@@ -195,6 +195,33 @@ var attacks = []attack{
 		do: func(f experimentalsys.FS) experimentalsys.Errno { return f.Rename("out/l", "out/l2") }},
 	{name: "planted link out: mkdir does not follow", plant: map[string]string{"m/out/l": "->../../newdir"},
 		do: func(f experimentalsys.FS) experimentalsys.Errno { return f.Mkdir("out/l", 0o755) }, want: experimentalsys.EEXIST},
+	// A trailing slash reaches these system calls, which never follow the
+	// link at the last element: nothing is created at its target.
+	{name: "planted link out: mkdir with a trailing slash does not follow", plant: map[string]string{"m/out/l": "->../../newdir"},
+		do: func(f experimentalsys.FS) experimentalsys.Errno { return f.Mkdir("out/l/", 0o755) }, want: experimentalsys.EEXIST},
+	{name: "planted link out: symlink with a trailing slash does not follow", plant: map[string]string{"m/out/l": "->../../newdir"},
+		do: func(f experimentalsys.FS) experimentalsys.Errno { return f.Symlink("a.txt", "out/l/") }, want: experimentalsys.EEXIST},
+	{name: "planted link out: link with a trailing slash does not follow", plant: map[string]string{"m/out/l": "->../../newdir"},
+		do: func(f experimentalsys.FS) experimentalsys.Errno { return f.Link("out/a.txt", "out/l/") }, want: experimentalsys.EEXIST},
+	{name: "planted link out: rename onto it with a trailing slash", plant: map[string]string{"m/out/l": "->../../newdir"},
+		do: func(f experimentalsys.FS) experimentalsys.Errno { return f.Rename("out/sub", "out/l/") }, want: experimentalsys.ENOTDIR},
+	{name: "planted link out: unlink and rmdir with a trailing slash", plant: map[string]string{"m/out/l": "->../.."},
+		do: func(f experimentalsys.FS) experimentalsys.Errno {
+			if e := f.Unlink("out/l/"); e != experimentalsys.ENOTDIR {
+				return e
+			}
+			return f.Rmdir("out/l/")
+		}, want: experimentalsys.ENOTDIR},
+	{name: "planted link out: open with a trailing slash and O_NOFOLLOW", plant: map[string]string{"m/out/l": "->../.."},
+		do: func(f experimentalsys.FS) experimentalsys.Errno {
+			return open(f, "out/l/", rdonly|experimentalsys.O_NOFOLLOW|experimentalsys.O_DIRECTORY)
+		}, want: experimentalsys.EACCES, deny: "is a symlink whose target leaves the mount"},
+	{name: "planted link out: lstat with a trailing slash", plant: map[string]string{"m/out/l": "->../.."},
+		do:   func(f experimentalsys.FS) experimentalsys.Errno { _, e := f.Lstat("out/l/"); return e },
+		want: experimentalsys.EACCES, deny: "is a symlink whose target leaves the mount"},
+	{name: "planted link out: hard link of it with a trailing slash", plant: map[string]string{"m/out/l": "->../.."},
+		do:   func(f experimentalsys.FS) experimentalsys.Errno { return f.Link("out/l/", "out/l2") },
+		want: experimentalsys.EACCES, deny: "is a symlink whose target leaves the mount"},
 	{name: "planted directory link out: create inside", plant: map[string]string{"m/out/d": "->../.."},
 		do: func(f experimentalsys.FS) experimentalsys.Errno {
 			return put(f, "out/d/outside.txt", wronly|creat|trunc, "x")
