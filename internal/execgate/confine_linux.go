@@ -14,6 +14,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/station-dev/station/internal/execgate/launch"
 )
 
 // platform is what this kernel lets the gate do, found out once per process
@@ -412,12 +414,12 @@ func (c confinement) start(cmd *exec.Cmd, scratch string) error {
 			return err
 		}
 	}
-	extra, report, err := launcherFiles(rules)
+	filter, err := seccompBytes()
 	if err != nil {
 		if rules != nil {
 			unix.Close(rules.fd)
 		}
-		return err
+		return &launchError{Stage: "rules", Message: err.Error()}
 	}
 	var flags []string
 	if rules != nil {
@@ -426,13 +428,15 @@ func (c confinement) start(cmd *exec.Cmd, scratch string) error {
 	if c.ns.dropCaps || (c.ns.userns && os.Geteuid() == 0) {
 		flags = append(flags, "caps")
 	}
-	env := cmd.Env
-	if env == nil {
-		env = []string{}
+	extra, report, err := launcherFiles(launch.Encode(filter, flags, cmd.Path, cmd.Env, cmd.Args), rules)
+	if err != nil {
+		return err
 	}
-	cmd.Args = launchArgs(flags, cmd.Path, env, cmd.Args)
 	cmd.Path = launcherPath()
-	cmd.Env = []string{}
+	cmd.Args = []string{"station-launch"}
+	// GOGC=off: the launcher allocates little and lives a millisecond; a
+	// collection would only slow its start.
+	cmd.Env = []string{launch.Env + "=1", "GOGC=off"}
 	cmd.ExtraFiles = extra
 	cmd.SysProcAttr = c.sysProcAttr()
 	err = cmd.Start()

@@ -328,24 +328,3 @@ func TestChildCannotWriteStationProc(t *testing.T) {
 		t.Fatalf("the station's oom_score_adj changed from %q to %q", before, after)
 	}
 }
-
-func TestParseLaunch(t *testing.T) {
-	ok := launchArgs([]string{"landlock", "caps"}, "/bin/true", []string{"A=1"}, []string{"true", "x"})
-	flags, path, env, argv, err := parseLaunch(ok[1:])
-	if err != nil || !flags["landlock"] || !flags["caps"] || path != "/bin/true" || !slices.Equal(env, []string{"A=1"}) || !slices.Equal(argv, []string{"true", "x"}) {
-		t.Fatalf("parseLaunch(%q) = %v %q %q %q %v", ok, flags, path, env, argv, err)
-	}
-	for _, bad := range [][]string{
-		nil,
-		{"", "/bin/true"},
-		{"bogus", "/bin/true", "0", "true"},
-		{"", "/bin/true", "-1", "true"},
-		{"", "/bin/true", "2", "A=1"},
-		{"", "/bin/true", "x", "true"},
-		{"", "/bin/true", "1", "A=1"},
-	} {
-		if _, _, _, _, err := parseLaunch(bad); err == nil {
-			t.Errorf("parseLaunch(%q): want an error", bad)
-		}
-	}
-}

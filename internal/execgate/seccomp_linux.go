@@ -2,8 +2,6 @@ package execgate
 
 import (
 	"errors"
-	"fmt"
-	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -123,22 +121,4 @@ type seccompTable struct {
 	socket    uint32   // denied for AF_UNIX
 	denied    []uint32 // system calls that fail with EPERM
 	noop      []uint32 // system calls that return 0 without doing anything (chmod)
-}
-
-// applySeccomp installs the metadata filter on the calling thread, which
-// must already have no_new_privs. Children started from it inherit it.
-func applySeccomp() error {
-	t := currentSeccompTable()
-	if t == nil {
-		return errNoSeccompTable
-	}
-	prog := metadataFilter(t)
-	if len(prog) > 255 {
-		return fmt.Errorf("seccomp filter too long (%d)", len(prog))
-	}
-	fprog := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
-	if err := unix.Prctl(unix.PR_SET_SECCOMP, unix.SECCOMP_MODE_FILTER, uintptr(unsafe.Pointer(&fprog)), 0, 0); err != nil {
-		return fmt.Errorf("seccomp: %w", err)
-	}
-	return nil
 }

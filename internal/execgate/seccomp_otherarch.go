@@ -2,6 +2,6 @@
 
 package execgate
 
-// currentSeccompTable: unknown architecture. The gate fails closed: applySeccomp
+// currentSeccompTable: unknown architecture. The gate fails closed: seccompBytes
 // returns an error and no child is started.
 func currentSeccompTable() *seccompTable { return nil }

@@ -1,0 +1,41 @@
+package execgate
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// BenchmarkPlainExec is the baseline: starting /bin/true with os/exec, no
+// confinement at all.
+func BenchmarkPlainExec(b *testing.B) {
+	for b.Loop() {
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkRun is a granted program through the gate: digest check,
+// namespaces, the launcher and its Landlock and seccomp confinement, the
+// group kill.
+func BenchmarkRun(b *testing.B) {
+	progs, err := Resolve([]string{"true"}, Operator{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(Options{Module: "bench/true", Programs: progs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx := sandbox.WithCall(context.Background(), &sandbox.Call{Module: "bench/true", Command: "bench"})
+	req := &abi.ProcessRequest{Argv: []string{"true"}}
+	for b.Loop() {
+		if resp, err := g.Run(ctx, req); err != nil || resp.ExitCode != 0 {
+			b.Fatal(resp, err)
+		}
+	}
+}
