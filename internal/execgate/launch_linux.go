@@ -124,4 +124,3 @@ func seccompBytes() ([]byte, error) {
 	}
 	return unsafe.Slice((*byte)(unsafe.Pointer(&prog[0])), len(prog)*int(unsafe.Sizeof(prog[0]))), nil
 }
-
