@@ -398,7 +398,7 @@ func (c confinement) prepare(scratch string) (*ruleset, error) {
 
 // start starts cmd's program (cmd.Path, cmd.Args, cmd.Env) confined by c,
 // with scratch as the call's scratch directory: it execs the launcher
-// (launch_linux.go) in the child's namespaces, which confines itself and
+// (package launch) in the child's namespaces, which confines itself and
 // then execs the program. The calling goroutine must be locked to its
 // thread until the child is reaped, because Pdeathsig is tied to the thread
 // that forked. start returns once the program runs, or with the launcher's

@@ -88,7 +88,7 @@
 //     AF_UNIX sockets.
 //
 // The child applies these to itself: it starts as the station binary,
-// re-executed as a launcher (launch_linux.go) inside the new namespaces,
+// re-executed as a launcher (package launch) inside the new namespaces,
 // which confines its own process with the ruleset the gate prepared and
 // then execs the program. No station thread is ever confined. The platform
 // is probed once per process through the same launcher, with rules built
