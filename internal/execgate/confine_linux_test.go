@@ -231,11 +231,17 @@ func TestFailClosedWithoutLandlock(t *testing.T) {
 		if got := g.Confinement(); !strings.Contains(got, "files: NOT confined") {
 			t.Errorf("Confinement() = %q, want files: NOT confined", got)
 		}
+		if g.Refusal() == "" || g.FilesConfined() {
+			t.Errorf("Refusal() = %q, FilesConfined() = %v; want a refusal", g.Refusal(), g.FilesConfined())
+		}
 
 		op := Operator{Excluded: []string{dir}, AllowUnconfinedFiles: true}
 		g = systemGate(t, rec, []string{"touch"}, Options{WorkDirs: []string{dir}, Operator: op})
 		if resp, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{"touch", marker}, Dir: dir}); err != nil || resp.ExitCode != 0 {
 			t.Fatalf("Run with allow_unconfined_files = %+v, %v", resp, err)
+		}
+		if g.Refusal() != "" || g.FilesConfined() {
+			t.Errorf("with allow_unconfined_files: Refusal() = %q, FilesConfined() = %v", g.Refusal(), g.FilesConfined())
 		}
 		if got := Describe(op); !strings.Contains(got, "NOT CONFINED") {
 			t.Errorf("Describe with allow_unconfined_files = %q, want NOT CONFINED", got)

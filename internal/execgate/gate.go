@@ -303,6 +303,15 @@ func (g *Gate) String() string {
 // operator set AllowNetwork; the host should log it.
 func (g *Gate) Isolated() bool { return g.conf.isolated() }
 
+// Refusal is why no child of this gate starts on this platform (every Run
+// is a recorded denial with this reason), or "".
+func (g *Gate) Refusal() string { return g.refusal }
+
+// FilesConfined reports whether children are confined to the module's
+// files (Landlock). It is false only where the platform cannot do that and
+// the operator set AllowUnconfinedFiles, or where Refusal is set.
+func (g *Gate) FilesConfined() bool { v, _ := g.conf.filesState(); return v > 0 }
+
 // Confinement describes, for the log, everything that confines children on
 // this platform: namespaces, privileges and filesystem rules.
 func (g *Gate) Confinement() string { return g.conf.String() }

@@ -393,6 +393,11 @@ func (m *Module) logGates() {
 		if !m.exec.Isolated() {
 			m.log.Warn(fmt.Sprintf("module %s: programs it starts run WITH network access: this platform cannot isolate them and the operator allowed it", m.id))
 		}
+		if r := m.exec.Refusal(); r != "" {
+			m.log.Warn(fmt.Sprintf("module %s: programs it starts WILL NOT START: each %s", m.id, r))
+		} else if !m.exec.FilesConfined() {
+			m.log.Warn(fmt.Sprintf("module %s: programs it starts are NOT CONFINED to its files: this platform cannot confine them and the operator allowed it", m.id))
+		}
 	} else {
 		m.log.Info(fmt.Sprintf("module %s: subprocess gate CLOSED", m.id))
 	}
