@@ -10,7 +10,8 @@ import (
 var baseEnv = map[string]bool{"PATH": true, "HOME": true, "LANG": true, "TMPDIR": true}
 
 // Variables that make a program load or run code, choose a helper program,
-// reach a socket, or change how the loader, libc or a shell behaves. They are
+// reach a socket, or change how the loader, libc or a shell behaves, and the
+// station's own (STATION_HOME, the launcher's marker). They are
 // never passed, even when declared; New refuses a manifest that declares one.
 // Matching ignores case.
 var (
@@ -28,7 +29,7 @@ var (
 		DISPLAY WAYLAND_DISPLAY XAUTHORITY DOCKER_HOST CONTAINER_HOST`)
 	forbiddenEnvPrefixes = words(`
 		LD_ DYLD_ MALLOC_ GCONV_ PYTHON PERL5 PERL_ RUBY NODE_ BASH_ GIT_SSH GIT_CONFIG GIT_TRACE
-		LUA_ DOTNET_ CORECLR_ COR_ COMPLUS_ MONO_ NPM_CONFIG_ LESSKEY`)
+		LUA_ DOTNET_ CORECLR_ COR_ COMPLUS_ MONO_ NPM_CONFIG_ LESSKEY STATION_`)
 	forbiddenEnvSuffixes = words(`
 		PATH _OPTIONS OPTS OPT LIB _PRELOAD _COMMAND _CMD PAGER EDITOR ASKPASS _PROXY _HOOK _HOOKS
 		_SOCK _SOCKET`)
