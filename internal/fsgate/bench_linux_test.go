@@ -38,10 +38,11 @@ func benchFS(b *testing.B) (experimentalsys.FS, string) {
 // BenchmarkPathOps measures the gate's path operations on the hot path.
 func BenchmarkPathOps(b *testing.B) {
 	fsys, m := benchFS(b)
+	a, notes, created := m+"out/a.txt", m+"notes.txt", m+"out/sub/new.txt"
 	b.Run("stat", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, e := fsys.Stat(m + "out/a.txt"); e != 0 {
+			if _, e := fsys.Stat(a); e != 0 {
 				b.Fatal(e)
 			}
 		}
@@ -49,7 +50,7 @@ func BenchmarkPathOps(b *testing.B) {
 	b.Run("open-read", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			f, e := fsys.OpenFile(m+"notes.txt", experimentalsys.O_RDONLY, 0)
+			f, e := fsys.OpenFile(notes, experimentalsys.O_RDONLY, 0)
 			if e != 0 {
 				b.Fatal(e)
 			}
@@ -59,12 +60,12 @@ func BenchmarkPathOps(b *testing.B) {
 	b.Run("create-unlink", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			f, e := fsys.OpenFile(m+"out/sub/new.txt", experimentalsys.O_WRONLY|experimentalsys.O_CREAT|experimentalsys.O_TRUNC, 0o644)
+			f, e := fsys.OpenFile(created, experimentalsys.O_WRONLY|experimentalsys.O_CREAT|experimentalsys.O_TRUNC, 0o644)
 			if e != 0 {
 				b.Fatal(e)
 			}
 			f.Close()
-			if e := fsys.Unlink(m + "out/sub/new.txt"); e != 0 {
+			if e := fsys.Unlink(created); e != 0 {
 				b.Fatal(e)
 			}
 		}

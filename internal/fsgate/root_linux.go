@@ -51,7 +51,8 @@ func (r *rootFS) find(p string, k kind) (place, errno) {
 		return place{}, r.deny(p, fmt.Sprintf("is longer than %d bytes", maxPathLen), experimentalsys.ENAMETOOLONG)
 	}
 	rel := strings.Trim(p, "/")
-	if !cleanRel(rel) {
+	clean, longest := scanRel(rel)
+	if !clean {
 		rel = path.Clean("/" + rel)[1:] // ".." stops at "/", as in POSIX
 	}
 	if rel == "." {
@@ -63,10 +64,8 @@ func (r *rootFS) find(p string, k kind) (place, errno) {
 	if r.hooks.Blocked != nil && r.hooks.Blocked() && (rel != "" || k == kindWrite) {
 		return place{}, r.deny(rel, "is refused: no call is active (a module's start function cannot touch files)", k.denied())
 	}
-	for s := range strings.SplitSeq(rel, "/") {
-		if len(s) > maxNameLen {
-			return place{}, r.deny(rel, fmt.Sprintf("has a name longer than %d bytes", maxNameLen), experimentalsys.ENAMETOOLONG)
-		}
+	if longest > maxNameLen {
+		return place{}, r.deny(rel, fmt.Sprintf("has a name longer than %d bytes", maxNameLen), experimentalsys.ENAMETOOLONG)
 	}
 	for _, m := range r.mounts {
 		mp := m.root.path[1:]
@@ -81,18 +80,27 @@ func (r *rootFS) find(p string, k kind) (place, errno) {
 	return place{abs: "/" + rel, mustDir: mustDir}, 0
 }
 
-// cleanRel reports whether rel is "" or a relative path as path.Clean
-// leaves it, without a leading or trailing slash.
-func cleanRel(rel string) bool {
-	if rel == "" {
-		return true
-	}
-	for s := range strings.SplitSeq(rel, "/") {
-		if s == "" || s == "." || s == ".." {
-			return false
+// scanRel reports whether rel is "" or a relative path as path.Clean
+// leaves it, without a leading or trailing slash, and the length of its
+// longest name (cleaning never makes a name longer).
+func scanRel(rel string) (clean bool, longest int) {
+	clean = true
+	for start := 0; start <= len(rel); {
+		end := strings.IndexByte(rel[start:], '/')
+		if end < 0 {
+			end = len(rel)
+		} else {
+			end += start
 		}
+		switch name := rel[start:end]; {
+		case rel == "":
+		case name == "", name == ".", name == "..":
+			clean = false
+		}
+		longest = max(longest, end-start)
+		start = end + 1
 	}
-	return true
+	return clean, longest
 }
 
 // deny records a denial of the guest path p (relative to "/").

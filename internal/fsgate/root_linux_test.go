@@ -372,3 +372,30 @@ deny $T/b -> $T/a/b: source is the root of a mount
 		t.Errorf("tree:\n%s", got)
 	}
 }
+
+func TestScanRel(t *testing.T) {
+	for _, c := range []struct {
+		rel     string
+		clean   bool
+		longest int
+	}{
+		{"", true, 0},
+		{"a", true, 1},
+		{"a/bcd/ef", true, 3},
+		{"a//b", false, 1},
+		{"./a", false, 1},
+		{"a/.", false, 1},
+		{"a/../bb", false, 2},
+		{"..", false, 2},
+		{"...", true, 3},
+		{"a/", false, 1},
+	} {
+		clean, longest := scanRel(c.rel)
+		if clean != c.clean || longest != c.longest {
+			t.Errorf("scanRel(%q) = %v, %d; want %v, %d", c.rel, clean, longest, c.clean, c.longest)
+		}
+		if want := c.rel == "" || path.Clean(c.rel) == c.rel && c.rel != "." && !escapes(c.rel) && !strings.HasPrefix(c.rel, "/"); clean != want {
+			t.Errorf("scanRel(%q) clean = %v, path.Clean says %v", c.rel, clean, want)
+		}
+	}
+}
