@@ -184,6 +184,8 @@ func alloc(n int, keep bool) {
 }
 
 // spins is written by loop so the loop has an effect.
+//
+//lint:ignore U1000 only written, on purpose: a loop with an effect the compiler cannot drop
 var spins uint64
 
 func loop() {
