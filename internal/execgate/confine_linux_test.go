@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/sandbox"
 )
@@ -332,5 +334,42 @@ func TestChildCannotWriteStationProc(t *testing.T) {
 	}
 	if after, _ := os.ReadFile(oom); string(after) != string(before) {
 		t.Fatalf("the station's oom_score_adj changed from %q to %q", before, after)
+	}
+}
+
+// TestRootUserNamespaceFallback: where root cannot drop capabilities with
+// network, pid and ipc namespaces alone (some containers), children get a
+// user namespace instead — and are still confined: no capabilities in the
+// namespace, no_new_privs, Landlock. As another user this is the normal
+// path, which the other tests cover.
+func TestRootUserNamespaceFallback(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("root's fallback; as this user the user namespace is the normal path")
+	}
+	real := currentPlatform()
+	const ns = unix.CLONE_NEWNET | unix.CLONE_NEWPID | unix.CLONE_NEWIPC | unix.CLONE_NEWUSER
+	p := platform{ns: nsMode{flags: ns, userns: true}, kernelLandlock: real.kernelLandlock}
+	if err := probe(p); err != nil {
+		t.Fatalf("probe of the user-namespace form as root: %v", err)
+	}
+	p.landlock = real.landlock
+	withPlatform(t, p)
+	wd := realPath(t, t.TempDir())
+	outside := realPath(t, t.TempDir())
+	g, name := helperGate(t, nil, []string{wd})
+	requireLandlock(t, g)
+	resp, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{name}, Env: map[string]string{helperVar: "status"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out := string(resp.Stdout); !strings.Contains(out, "CapEff: 0000000000000000") || !strings.Contains(out, "CapBnd: 0000000000000000") || !strings.Contains(out, "NoNewPrivs: 1") {
+		t.Errorf("child status %q: want no capabilities and no_new_privs", out)
+	}
+	resp, err = g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{name, filepath.Join(outside, "f")}, Env: map[string]string{helperVar: "write"}, Dir: wd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.ExitCode == 0 {
+		t.Errorf("the child wrote outside its work dir: %q", resp.Stdout)
 	}
 }
