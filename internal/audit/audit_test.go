@@ -114,7 +114,7 @@ func decision(module string, i int) sandbox.Decision {
 // to the goroutine's module, in each goroutine's recording order.
 func TestConcurrentRecord(t *testing.T) {
 	s := openStore(t)
-	w := NewWriter(s, slog.New(slog.DiscardHandler))
+	w := NewWriter(s, slog.New(slog.DiscardHandler), nil)
 	const goroutines, each = 16, 600
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -153,7 +153,7 @@ func TestConcurrentRecord(t *testing.T) {
 
 func TestFlush(t *testing.T) {
 	s := openStore(t)
-	w := NewWriter(s, nil)
+	w := NewWriter(s, nil, nil)
 	defer w.Close(context.Background())
 	ctx := context.Background()
 	for round := 1; round <= 3; round++ {
@@ -417,7 +417,7 @@ func BenchmarkRecordParallel(b *testing.B) {
 // BenchmarkRecordStore records into a real SQLite store and includes the
 // final flush: the sustained throughput of the audit log.
 func BenchmarkRecordStore(b *testing.B) {
-	w := NewWriter(openStore(b), nil)
+	w := NewWriter(openStore(b), nil, nil)
 	d := decision("owner/m", 1)
 	for b.Loop() {
 		w.Record(d)

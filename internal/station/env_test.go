@@ -85,6 +85,7 @@ func (e *env) gateLog(id string) string {
 type envOpts struct {
 	noLoopbackGrant bool              // leave 127.0.0.0/8 ungranted
 	extraResolve    map[string]string // more "host:port=addr" lines
+	auditClock      func() time.Time  // the audit rate limit's clock (nil: time.Now)
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -115,7 +116,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		t.Fatal(err)
 	}
 	e.logBuf = &syncBuffer{}
-	st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(t), Logger: slog.New(slog.NewTextHandler(e.logBuf, nil))})
+	st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(t), Logger: slog.New(slog.NewTextHandler(e.logBuf, nil)), AuditClock: o.auditClock})
 	if err != nil {
 		t.Fatalf("open station: %v", err)
 	}

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -46,6 +47,9 @@ type Options struct {
 	// Getenv reads the environment for the LLM settings (STATION_LLM_*
 	// and the key); nil means os.Getenv.
 	Getenv func(string) string
+	// AuditClock, if set, is the clock of the audit log's rate limit
+	// (tests stop it); nil means time.Now.
+	AuditClock func() time.Time
 }
 
 // Station is an open station home.
@@ -99,7 +103,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open station %s: %w", home, err)
 	}
-	aw := audit.NewWriter(st, opts.Logger)
+	aw := audit.NewWriter(st, opts.Logger, opts.AuditClock)
 	llmc, llmFunc, err := newLLM(cfg, opts, st, aw)
 	if err != nil {
 		aw.Close(ctx)
