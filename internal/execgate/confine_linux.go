@@ -187,12 +187,55 @@ func confinementFor(p platform, set *settings, workDirs, readDirs, programDirs [
 			readAvoid = append(readAvoid, e)
 		}
 	}
+	if os.Geteuid() == 0 {
+		// A child of a root station is uid 0 without capabilities: it
+		// still owns every root-owned file. What only root may read in
+		// /etc (shadow, private keys, services' credentials) stays out of
+		// reach, as it is for a normal user's children.
+		readAvoid = append(readAvoid, rootOnly("/etc")...)
+	}
 	for _, r := range slices.Concat(systemRoots, readableRoots, set.searchReal, programDirs, readDirs) {
 		if _, err := os.Stat(r); err == nil {
 			c.readRoots = appendUnique(c.readRoots, cover(realish(r), readAvoid, 0)...)
 		}
 	}
 	return c
+}
+
+// rootOnly lists what beneath root a user other than its owner could not
+// read: files without read permission for others, directories without read
+// and search permission for others (their contents are not listed).
+// Symbolic links are judged by where they lead, through cover.
+func rootOnly(root string) []string {
+	var out []string
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			if d != nil && d.IsDir() && p != root {
+				out = append(out, p) // unreadable: keep it out
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if d.Type()&os.ModeSymlink != 0 {
+			return nil
+		}
+		fi, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		need := os.FileMode(0o004)
+		if d.IsDir() {
+			need = 0o005
+		}
+		if fi.Mode().Perm()&need != need {
+			out = append(out, p)
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return out
 }
 
 // cover returns paths whose union is the tree root minus the trees in avoid:

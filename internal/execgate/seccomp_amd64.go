@@ -21,6 +21,9 @@ func currentSeccompTable() *seccompTable {
 			463, 466, // setxattrat, removexattrat
 			469,                     // file_setattr
 			unix.SYS_IO_URING_SETUP, // io_uring has setxattr operations
+			// Kernel keyrings are not namespaced: a child would share the
+			// station's session and user keyrings.
+			unix.SYS_ADD_KEY, unix.SYS_REQUEST_KEY, unix.SYS_KEYCTL,
 		},
 	}
 }

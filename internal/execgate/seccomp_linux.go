@@ -87,6 +87,29 @@ func metadataFilter(t *seccompTable) []unix.SockFilter {
 		stmt(unix.BPF_RET|unix.BPF_K, deny),
 		stmt(unix.BPF_RET|unix.BPF_K, unix.SECCOMP_RET_ALLOW),
 	)
+	// prlimit64 on another process, setpriority and ioprio_set on anything
+	// but the caller (PRIO_PROCESS / IOPRIO_WHO_PROCESS, who 0) fail:
+	// without a pid namespace (operator-allowed) they would reach the
+	// station. The system call numbers are this architecture's, which the
+	// arch check above guarantees.
+	prog = append(prog,
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: unix.SYS_PRLIMIT64, Jf: 4},
+		stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg0L),
+		unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jt: 1},
+		stmt(unix.BPF_RET|unix.BPF_K, deny),
+		stmt(unix.BPF_RET|unix.BPF_K, unix.SECCOMP_RET_ALLOW),
+	)
+	for _, c := range []struct{ nr, self uint32 }{{unix.SYS_SETPRIORITY, unix.PRIO_PROCESS}, {unix.SYS_IOPRIO_SET, 1 /* IOPRIO_WHO_PROCESS */}} {
+		prog = append(prog,
+			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: c.nr, Jf: 6},
+			stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg0L),
+			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: c.self, Jf: 3},
+			stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg1L),
+			unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jf: 1},
+			stmt(unix.BPF_RET|unix.BPF_K, unix.SECCOMP_RET_ALLOW),
+			stmt(unix.BPF_RET|unix.BPF_K, deny),
+		)
+	}
 	toAllow = append(toAllow, len(prog))
 	prog = append(prog, unix.SockFilter{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: t.ioctl})
 	prog = append(prog, stmt(unix.BPF_LD|unix.BPF_W|unix.BPF_ABS, seccompDataArg1L))

@@ -145,6 +145,16 @@ func TestMetadataFilterDecisions(t *testing.T) {
 		{"ioctl FS_IOC_FSSETXATTR", tab.arch, tab.ioctl, [6]uint64{3, 0x401c5820}, deny},
 		{"ioctl FIONREAD", tab.arch, tab.ioctl, [6]uint64{3, 0x541b /* FIONREAD */}, allow},
 		{"io_uring_setup", tab.arch, unix.SYS_IO_URING_SETUP, [6]uint64{}, deny},
+		{"add_key", tab.arch, unix.SYS_ADD_KEY, [6]uint64{}, deny},
+		{"request_key", tab.arch, unix.SYS_REQUEST_KEY, [6]uint64{}, deny},
+		{"keyctl", tab.arch, unix.SYS_KEYCTL, [6]uint64{}, deny},
+		{"prlimit64 self", tab.arch, unix.SYS_PRLIMIT64, [6]uint64{0, unix.RLIMIT_NOFILE}, allow},
+		{"prlimit64 another", tab.arch, unix.SYS_PRLIMIT64, [6]uint64{1234, unix.RLIMIT_NOFILE}, deny},
+		{"setpriority self", tab.arch, unix.SYS_SETPRIORITY, [6]uint64{unix.PRIO_PROCESS, 0, 10}, allow},
+		{"setpriority another", tab.arch, unix.SYS_SETPRIORITY, [6]uint64{unix.PRIO_PROCESS, 1234, 10}, deny},
+		{"setpriority a group", tab.arch, unix.SYS_SETPRIORITY, [6]uint64{unix.PRIO_PGRP, 0, 10}, deny},
+		{"ioprio_set self", tab.arch, unix.SYS_IOPRIO_SET, [6]uint64{1, 0, 0}, allow},
+		{"ioprio_set another", tab.arch, unix.SYS_IOPRIO_SET, [6]uint64{1, 1234, 0}, deny},
 	}
 	for _, c := range cases {
 		if got := runBPF(t, prog, c.arch, c.nr, c.args); got != c.want {
