@@ -160,11 +160,19 @@ type ProcessRequest struct {
 
 // ProcessResponse is the JSON document a successful process_run returns.
 // A program that ran and exited non-zero is a success of the host call.
+//
+// Stdout and Stderr hold at most Limit bytes each. When the program wrote
+// more, the station kept the first Limit bytes, read and discarded the rest
+// (StdoutDropped, StderrDropped count them) and set Truncated: a response
+// without Truncated holds everything the program wrote.
 type ProcessResponse struct {
-	ExitCode  int    `json:"exit_code"` // -1 when killed by a signal (a deadline fails the host call instead)
-	Stdout    []byte `json:"stdout,omitempty"`
-	Stderr    []byte `json:"stderr,omitempty"`
-	Truncated bool   `json:"truncated,omitempty"` // output exceeded the cap
+	ExitCode      int    `json:"exit_code"` // -1 when killed by a signal (a deadline fails the host call instead)
+	Stdout        []byte `json:"stdout,omitempty"`
+	Stderr        []byte `json:"stderr,omitempty"`
+	Truncated     bool   `json:"truncated,omitempty"`      // stdout or stderr exceeded Limit
+	Limit         int64  `json:"limit,omitempty"`          // the cap on each stream, in bytes
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"` // bytes of stdout past Limit, discarded
+	StderrDropped int64  `json:"stderr_dropped,omitempty"` // bytes of stderr past Limit, discarded
 }
 
 // LLMMessage is one chat message of an LLMRequest.

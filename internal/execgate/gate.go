@@ -667,10 +667,13 @@ func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
 		return nil, fmt.Errorf("run %s: %w", c.name, err)
 	}
 	return &abi.ProcessResponse{
-		ExitCode:  cmd.ProcessState.ExitCode(),
-		Stdout:    stdout.buf,
-		Stderr:    stderr.buf,
-		Truncated: stdout.over || stderr.over,
+		ExitCode:      cmd.ProcessState.ExitCode(),
+		Stdout:        stdout.buf,
+		Stderr:        stderr.buf,
+		Truncated:     stdout.dropped > 0 || stderr.dropped > 0,
+		Limit:         g.maxOutput,
+		StdoutDropped: stdout.dropped,
+		StderrDropped: stderr.dropped,
 	}, nil
 }
 
@@ -711,19 +714,20 @@ func killGroup(pid int) error {
 	return err
 }
 
-// capped keeps the first max bytes written to it and counts the rest as
-// discarded; it never blocks the writer.
+// capped keeps the first max bytes written to it and counts the rest, which
+// it discards, in dropped; it never blocks the writer. A response reports
+// the count: output is never cut silently.
 type capped struct {
-	buf  []byte
-	max  int64
-	over bool
+	buf     []byte
+	max     int64
+	dropped int64
 }
 
 func (c *capped) Write(p []byte) (int, error) {
 	room := c.max - int64(len(c.buf))
 	if int64(len(p)) > room {
 		c.buf = append(c.buf, p[:room]...)
-		c.over = true
+		c.dropped += int64(len(p)) - room
 		return len(p), nil
 	}
 	c.buf = append(c.buf, p...)

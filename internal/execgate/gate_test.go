@@ -322,6 +322,37 @@ func TestRunOutputCap(t *testing.T) {
 	}
 }
 
+// TestRunOutputCapReported attacks silent truncation: a program that writes
+// past the cap gets a response that says so, with the limit and how many
+// bytes of each stream were discarded; one that writes exactly the cap does
+// not.
+func TestRunOutputCapReported(t *testing.T) {
+	name, op := helperProgram(t)
+	g, err := New(Options{Module: "test/mod", Programs: must(Resolve([]string{name}, op)), Env: []string{helperVar}, Operator: op, MaxOutput: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		n           int
+		wantDropped int64
+	}{
+		{1000, 0},
+		{1001, 1},
+		{3 << 20, 3<<20 - 1000},
+	}
+	for _, c := range cases {
+		resp, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{name, strconv.Itoa(c.n)}, Env: map[string]string{helperVar: "spew"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := [4]int64{resp.Limit, resp.StdoutDropped, resp.StderrDropped, int64(len(resp.Stdout)) + resp.StdoutDropped}
+		want := [4]int64{1000, c.wantDropped, c.wantDropped, int64(c.n)}
+		if got != want || resp.Truncated != (c.wantDropped > 0) {
+			t.Errorf("spew %d: limit, stdout dropped, stderr dropped, stdout written = %v, truncated %v; want %v, %v", c.n, got, resp.Truncated, want, c.wantDropped > 0)
+		}
+	}
+}
+
 func TestRunEndlessOutputDeadline(t *testing.T) {
 	g := systemGate(t, nil, []string{"yes"}, Options{MaxOutput: 4096})
 	ctx, cancel := context.WithTimeout(callCtx(t), 300*time.Millisecond)
