@@ -86,7 +86,7 @@ const (
 	OpReadlink = "readlink" // Path; Result.Data is the link's target
 	OpList     = "list"     // Path; Result.Data is the names in the directory, sorted, comma-separated
 	OpOpenat   = "openat"   // Path (a directory), To or RawPath (passed to path_open as it is), Create
-	OpExec     = "exec"     // Argv, ExecEnv, Data (stdin), Path (working directory); needs ExecTag
+	OpExec     = "exec"     // Argv, ExecEnv, Data (stdin), Path (working directory), Partial; needs ExecTag
 	OpLLM      = "llm"      // LLM; needs LLMTag
 )
 
@@ -119,6 +119,7 @@ type Action struct {
 	Create  bool                `json:"create,omitempty"`
 	Argv    []string            `json:"argv,omitempty"`
 	ExecEnv map[string]string   `json:"exec_env,omitempty"`
+	Partial bool                `json:"partial,omitempty"` // exec: sproc.Cmd.Partial
 	LLM     *LLMRequest         `json:"llm,omitempty"`
 }
 
@@ -176,10 +177,17 @@ type Result struct {
 	Args []string `json:"args,omitempty"`
 	Env  []string `json:"env,omitempty"`
 
-	// exec
-	ExitCode *int   `json:"exit_code,omitempty"`
-	Stdout   string `json:"stdout,omitempty"`
-	Stderr   string `json:"stderr,omitempty"`
+	// exec; Stdout and Stderr are at most MaxBody bytes of what the
+	// module got, StdoutLen its length. Truncated, Limit and StdoutDropped
+	// are sproc.Result's: set also when the action fails with
+	// sproc.ErrTruncated.
+	ExitCode      *int   `json:"exit_code,omitempty"`
+	Stdout        string `json:"stdout,omitempty"`
+	Stderr        string `json:"stderr,omitempty"`
+	StdoutLen     int    `json:"stdout_len,omitempty"`
+	Truncated     bool   `json:"truncated,omitempty"`
+	Limit         int64  `json:"limit,omitempty"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty"`
 
 	// llm
 	LLM *LLMResult `json:"llm,omitempty"`
@@ -349,6 +357,10 @@ func Exec(argv ...string) Action { return Action{Op: OpExec, Argv: argv} }
 
 // WithEnv sets the variables an exec action passes.
 func (a Action) WithEnv(env map[string]string) Action { a.ExecEnv = env; return a }
+
+// WithPartial makes an exec action accept output the station cut
+// (sproc.Cmd.Partial).
+func (a Action) WithPartial() Action { a.Partial = true; return a }
 
 // InDir sets the working directory of an exec action.
 func (a Action) InDir(dir string) Action { a.Path = dir; return a }

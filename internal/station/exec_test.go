@@ -5,6 +5,7 @@ package station_test
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -92,5 +93,36 @@ func TestSubprocessInterpreterRefusedAtInstall(t *testing.T) {
 	err := e.tryInstall(e.moduleDir(moduleSpec{id: "test/shell", subp: "{allow: [sh]}"}, probe.Wasm(t, probe.ExecTag)))
 	if err == nil || !strings.Contains(err.Error(), "sh") {
 		t.Fatalf("install with subprocess allow [sh]: got %v, want a refusal", err)
+	}
+}
+
+// Issue 12, defect 4: a program's stdout past the station's cap is never
+// handed to the module author as a complete success. Through the SDK the
+// exec fails with sproc.ErrTruncated naming the limit; a module that opted
+// into partial output gets the first part with Truncated, the limit and the
+// count of discarded bytes; output of exactly the cap is complete.
+func TestSubprocessTruncationIsVisible(t *testing.T) {
+	const limit = 1 << 20 // execgate.DefaultMaxOutput
+	e := newEnv(t, envOpts{})
+	e.install(moduleSpec{id: "test/spew", subp: "{allow: [head]}"}, probe.Wasm(t, probe.ExecTag))
+	over := strconv.Itoa(limit + 4096)
+	res := e.mustProbe("test/spew",
+		probe.Exec("head", "-c", over, "/dev/zero"),
+		probe.Exec("head", "-c", over, "/dev/zero").WithPartial(),
+		probe.Exec("head", "-c", strconv.Itoa(limit), "/dev/zero"),
+	)
+	cut, partial, whole := res[0], res[1], res[2]
+	if cut.OK || cut.Error == nil || !strings.Contains(cut.Error.Message, "truncated") || !strings.Contains(cut.Error.Message, strconv.Itoa(limit)) {
+		t.Errorf("cut output: got ok %v, error %+v; want a failure saying truncated at %d", cut.OK, cut.Error, limit)
+	}
+	if !cut.Truncated || cut.Limit != limit || cut.StdoutDropped != 4096 {
+		t.Errorf("cut output: truncated %v, limit %d, dropped %d; want true, %d, 4096", cut.Truncated, cut.Limit, cut.StdoutDropped, limit)
+	}
+	if !partial.OK || !partial.Truncated || partial.Limit != limit || partial.StdoutDropped != 4096 || partial.StdoutLen != limit {
+		t.Errorf("partial output: got ok %v, truncated %v, limit %d, dropped %d, len %d (error %+v); want the first %d bytes marked truncated",
+			partial.OK, partial.Truncated, partial.Limit, partial.StdoutDropped, partial.StdoutLen, partial.Error, limit)
+	}
+	if !whole.OK || whole.Truncated || whole.StdoutDropped != 0 || whole.StdoutLen != limit {
+		t.Errorf("output of exactly the limit: got ok %v, truncated %v, dropped %d, len %d (error %+v)", whole.OK, whole.Truncated, whole.StdoutDropped, whole.StdoutLen, whole.Error)
 	}
 }
