@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
+	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -87,8 +89,14 @@ func (m *Module) active(ctx context.Context, mod api.Module) *instance {
 const GuestLogMessage = "guest log"
 
 // sanitizeLog escapes control bytes, C1 controls, invalid UTF-8 and bidi
-// overrides in a guest log line, keeping up to MaxLogLine bytes of it.
-func sanitizeLog(b []byte) string { return sandbox.SanitizeLimit(string(b), MaxLogLine) }
+// overrides in a guest log line of at most MaxLogLine bytes. It keeps the
+// whole line: an escape is at most four times the bytes it replaces, so the
+// bound is never reached and the escaping cannot cut a line silently.
+func sanitizeLog(b []byte) string { return sandbox.SanitizeLimit(string(b), maxEscapedLogLine) }
+
+// maxEscapedLogLine bounds an escaped guest log line: four bytes for each
+// byte of a MaxLogLine line, and room for SanitizeLimit's "...".
+const maxEscapedLogLine = 4*MaxLogLine + 3
 
 func negStatus(s abi.Status) uint64 { return uint64(uint32(-int32(s))) }
 
@@ -161,7 +169,8 @@ func (m *Module) outputSet(ctx context.Context, mod api.Module, stack []uint64) 
 	}
 	if int64(n) > int64(m.limits.MaxOutput) {
 		stack[0] = negStatus(abi.StatusTooLarge)
-		inst.st.outputErr = fmt.Sprintf("the module's result of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput)
+		e := m.exceed(&inst.st, abi.ImportOutputSet, fmt.Sprintf("the module's result of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput), int64(m.limits.MaxOutput))
+		inst.st.outputErr = e.Reason
 		return
 	}
 	b, ok := inst.mem.Read(ptr, n)
@@ -184,6 +193,7 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	if n > MaxLogLine {
+		m.exceed(&inst.st, abi.ImportLog, fmt.Sprintf("line of %d bytes exceeds the limit of %d; nothing was logged", n, MaxLogLine), MaxLogLine)
 		stack[0] = negStatus(abi.StatusTooLarge)
 		return
 	}
@@ -215,23 +225,41 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 
 // http_request(ptr i32, len i32) -> i64
 func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64) {
-	docCall(m, ctx, mod, stack, abi.ImportHTTPRequest, func(ctx context.Context, req *abi.HTTPRequest) (any, error) {
+	docCall(m, ctx, mod, stack, abi.ImportHTTPRequest, httpShape, func(ctx context.Context, req *abi.HTTPRequest) (any, error) {
 		return m.net.Do(ctx, req)
 	})
 }
 
 // process_run(ptr i32, len i32) -> i64, linked only when subprocess is granted.
 func (m *Module) processRun(ctx context.Context, mod api.Module, stack []uint64) {
-	docCall(m, ctx, mod, stack, abi.ImportProcessRun, func(ctx context.Context, req *abi.ProcessRequest) (any, error) {
-		return m.exec.Run(ctx, req)
+	docCall(m, ctx, mod, stack, abi.ImportProcessRun, processShape, func(ctx context.Context, req *abi.ProcessRequest) (any, error) {
+		resp, err := m.exec.Run(ctx, req)
+		if errors.Is(err, execgate.ErrTooLarge) && !errors.As(err, new(*sandbox.LimitError)) {
+			// The gate recorded the refusal; the guest and the caller
+			// learn whose it was and which limit.
+			target := "(no program)"
+			if len(req.Argv) > 0 && req.Argv[0] != "" {
+				target = req.Argv[0]
+			}
+			return nil, sandbox.Exceed(m.id, sandbox.Subprocess, target, strings.TrimPrefix(err.Error(), execgate.ErrTooLarge.Error()+": "), 0, err)
+		}
+		return resp, err
 	})
 }
 
+// The shapes of the request documents, for checkDoc.
+var (
+	httpShape    = shapeOf(reflect.TypeFor[abi.HTTPRequest]())
+	processShape = shapeOf(reflect.TypeFor[abi.ProcessRequest]())
+	llmShape     = shapeOf(reflect.TypeFor[abi.LLMRequest]())
+)
+
 // docCall is the one shape of every host call that takes a JSON request
 // document and returns a document in a buffer: size check before reading,
-// bounds-checked read (a fault otherwise), strict decode, the gate, and the
-// packed result. Req is the request document type.
-func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []uint64, name string, gate func(context.Context, *Req) (any, error)) {
+// bounds-checked read (a fault otherwise), strict decode (shape is Req's
+// docShape), the gate, and the packed result. Req is the request document
+// type. Every limit it meets is a recorded *sandbox.LimitError.
+func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []uint64, name string, shape *docShape, gate func(context.Context, *Req) (any, error)) {
 	ptr, n := uint32(stack[0]), uint32(stack[1])
 	inst := m.active(ctx, mod)
 	if inst == nil {
@@ -242,7 +270,8 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 	}
 	st := &inst.st
 	if int64(n) > int64(m.limits.MaxArg) {
-		stack[0] = m.errResult(st, abi.StatusTooLarge, &abi.Error{Message: fmt.Sprintf("request document is %d bytes; the limit is %d", n, m.limits.MaxArg)})
+		e := m.exceed(st, name, fmt.Sprintf("request document of %d bytes exceeds the limit of %d", n, m.limits.MaxArg), int64(m.limits.MaxArg))
+		stack[0] = m.errResult(st, abi.StatusTooLarge, errorDoc(e))
 		return
 	}
 	raw, ok := inst.mem.Read(ptr, n)
@@ -254,7 +283,13 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 	var req Req
 	// Unmarshal copies out of guest memory; the guest cannot change the
 	// request after this point.
+	// It also refuses trailing data after the document; checkDoc then
+	// refuses unknown fields, keys in another case and duplicate keys.
 	if err := json.Unmarshal(raw, &req); err != nil {
+		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
+		return
+	}
+	if err := checkDoc(raw, shape); err != nil {
 		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
 		return
 	}
@@ -262,8 +297,16 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 	if err != nil {
 		stack[0] = m.errResult(st, statusOf(err), errorDoc(err))
 		var v *sandbox.Violation
-		if errors.As(err, &v) && st.violation == nil {
-			st.violation = v
+		var le *sandbox.LimitError
+		switch {
+		case errors.As(err, &v):
+			if st.violation == nil {
+				st.violation = v
+			}
+		case errors.As(err, &le):
+			if st.limit == nil {
+				st.limit = le // the gate recorded it
+			}
 		}
 		return
 	}
@@ -276,6 +319,13 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 	if h == 0 {
 		// Too many live buffers, or too many bytes held for this call:
 		// the guest must read or free its earlier results first.
+		live := 0
+		for _, l := range st.live {
+			if l {
+				live++
+			}
+		}
+		m.exceed(st, name, fmt.Sprintf("result document of %d bytes does not fit: %d live buffers hold %d bytes, and a call may hold at most %d buffers and %d bytes (the result was dropped)", len(doc), live, st.bufBytes, MaxBuffers, st.bufBudget), int64(st.bufBudget))
 		stack[0] = abi.Pack(abi.StatusTooLarge, 0)
 		return
 	}
@@ -290,11 +340,25 @@ func (m *Module) errResult(st *callState, s abi.Status, e *abi.Error) uint64 {
 	return abi.Pack(s, st.newBuf(doc))
 }
 
+// exceed records a refusal over one of the host boundary's limits and
+// returns it; the first of a call is attached to the call's error.
+func (m *Module) exceed(st *callState, target, reason string, limit int64) *sandbox.LimitError {
+	e := sandbox.Exceed(m.id, sandbox.Host, target, reason, limit, nil)
+	m.rec.Record(e.Decision(st.call))
+	if st.limit == nil {
+		st.limit = e
+	}
+	return e
+}
+
 func statusOf(err error) abi.Status {
 	var v *sandbox.Violation
+	var le *sandbox.LimitError
 	switch {
 	case errors.As(err, &v):
 		return abi.StatusDenied
+	case errors.As(err, &le):
+		return abi.StatusTooLarge
 	case errors.Is(err, netgate.ErrInvalid), errors.Is(err, execgate.ErrInvalid), errors.Is(err, llm.ErrInvalid):
 		return abi.StatusInvalid
 	case errors.Is(err, netgate.ErrTooLarge), errors.Is(err, execgate.ErrTooLarge):
@@ -309,6 +373,10 @@ func errorDoc(err error) *abi.Error {
 	var v *sandbox.Violation
 	if errors.As(err, &v) {
 		return &abi.Error{Capability: string(v.Capability), Target: v.Target, Reason: v.Reason, Message: v.Error()}
+	}
+	var le *sandbox.LimitError
+	if errors.As(err, &le) {
+		return &abi.Error{Capability: string(le.Capability), Target: le.Target, Reason: le.Reason, Message: le.Error()}
 	}
 	return &abi.Error{Message: err.Error()}
 }

@@ -467,8 +467,8 @@ func (m *Module) close(ctx context.Context) {
 // tailWriter forwards guest stdout/stderr to the module log line by line and
 // keeps the last bytes for crash messages. It runs inside a host call, where
 // the deadline cannot interrupt it, so its work is linear in the write and
-// bounded: lines share the call's log budget, a partial line is capped at
-// MaxLogLine, and only the last maxTail bytes are kept.
+// bounded: lines share the call's log budget, a line longer than MaxLogLine
+// goes out as several records, and only the last maxTail bytes are kept.
 type tailWriter struct {
 	log  *slog.Logger
 	st   *callState // the owning instance's call state (for the log budget)
@@ -504,11 +504,15 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 			w.buf = append(w.buf, p...)
 			break
 		}
-		if len(w.buf)+i > MaxLogLine {
-			w.buf = append(w.buf, p[:MaxLogLine-len(w.buf)]...)
-		} else {
-			w.buf = append(w.buf, p[:i]...)
+		if room := MaxLogLine - len(w.buf); i > room {
+			// An over-long line continues in the next record, as an
+			// unterminated one does: nothing is dropped silently.
+			w.buf = append(w.buf, p[:room]...)
+			w.flush()
+			p = p[room:]
+			continue
 		}
+		w.buf = append(w.buf, p[:i]...)
 		w.flush()
 		p = p[i+1:]
 	}

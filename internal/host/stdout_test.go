@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"strings"
 	"testing"
 )
 
@@ -57,3 +58,43 @@ func (h countHandler) Enabled(context.Context, slog.Level) bool  { return true }
 func (h countHandler) Handle(context.Context, slog.Record) error { *h.n++; return nil }
 func (h countHandler) WithAttrs([]slog.Attr) slog.Handler        { return h }
 func (h countHandler) WithGroup(string) slog.Handler             { return h }
+
+// Issue 12, defect 4: a guest's stdout line longer than MaxLogLine, written
+// with its newline in one write, used to lose everything past MaxLogLine
+// without a trace; and escaping a line of control bytes cut it to MaxLogLine.
+// The module log now holds every byte (within the call's budget).
+func TestTailWriterKeepsLongLines(t *testing.T) {
+	cases := []struct {
+		name  string
+		write []byte
+		want  string // the texts of the records, concatenated
+	}{
+		{"long line", append(bytes.Repeat([]byte("x"), 2*MaxLogLine+10), '\n'), strings.Repeat("x", 2*MaxLogLine+10)},
+		{"after a partial line", append(bytes.Repeat([]byte("y"), MaxLogLine+1), '\n'), strings.Repeat("y", MaxLogLine+1)},
+		{"control bytes", append(bytes.Repeat([]byte{1}, MaxLogLine), '\n'), strings.Repeat(`\x01`, MaxLogLine)},
+	}
+	for _, c := range cases {
+		var st callState
+		var got strings.Builder
+		w := &tailWriter{st: &st, log: slog.New(textHandler{&got})}
+		w.Write(c.write)
+		if got.String() != c.want {
+			t.Errorf("%s: the log holds %d bytes, want %d", c.name, got.Len(), len(c.want))
+		}
+	}
+}
+
+type textHandler struct{ b *strings.Builder }
+
+func (h textHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h textHandler) Handle(_ context.Context, r slog.Record) error {
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == "text" {
+			h.b.WriteString(a.Value.String())
+		}
+		return true
+	})
+	return nil
+}
+func (h textHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h textHandler) WithGroup(string) slog.Handler      { return h }
