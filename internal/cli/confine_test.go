@@ -131,3 +131,37 @@ func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
 		t.Error("a module without a write grant wrote /tmp")
 	}
 }
+
+// Issue 12, defect 4, as `station run` shows it: a module whose program
+// wrote more than the station keeps gets an error saying truncated, with the
+// limit, and the printed result (indented and --compact) says so; with
+// partial output accepted the result is marked truncated with the limit and
+// the bytes discarded.
+func TestRunShowsTruncatedProgramOutput(t *testing.T) {
+	home := t.TempDir()
+	dir := t.TempDir()
+	man := "id: test/spew\nversion: \"1.0.0\"\ndescription: runs programs\nwasm: module.wasm\n" +
+		"commands:\n  - name: run\n    description: run probe actions\n" +
+		"requires:\n  subprocess: {allow: [head]}\n"
+	os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(man), 0o600)
+	os.WriteFile(filepath.Join(dir, "module.wasm"), probe.Wasm(t, probe.ExecTag), 0o600)
+	station(t, home, "", "module", "install", "--yes", dir).want(t, 0)
+	spew := probe.Exec("head", "-c", strconv.Itoa(1<<20+10), "/dev/zero")
+	in := string(probe.Run(spew, spew.WithPartial()))
+	for _, flags := range [][]string{nil, {"--compact"}} {
+		r := station(t, home, "", append([]string{"run", "--no-daemon", "--input", in, "test/spew", "run"}, flags...)...).want(t, 0)
+		res, err := probe.Decode([]byte(r.out))
+		if err != nil || len(res) != 2 {
+			t.Fatalf("run %v: %v\n%s", flags, err, r.out)
+		}
+		if cut := res[0]; cut.OK || cut.Error == nil || !strings.Contains(cut.Error.Message, "truncated at the station's limit of 1048576 bytes") {
+			t.Errorf("run %v: a cut output reached the module as ok %v, error %+v", flags, cut.OK, cut.Error)
+		}
+		if p := res[1]; !p.OK || !p.Truncated || p.Limit != 1<<20 || p.StdoutDropped != 10 {
+			t.Errorf("run %v: partial output: ok %v, truncated %v, limit %d, dropped %d", flags, p.OK, p.Truncated, p.Limit, p.StdoutDropped)
+		}
+		if !strings.Contains(r.out, `"truncated"`) || !strings.Contains(r.out, `"limit"`) {
+			t.Errorf("run %v: the printed result does not say truncated with the limit:\n%.400s", flags, r.out)
+		}
+	}
+}
