@@ -57,7 +57,8 @@
 // in the scratch directory.
 //
 // Stdout and stderr are each kept up to Options.MaxOutput (1 MiB by
-// default); the rest is read and discarded and Truncated is set.
+// default); the rest is read and discarded, and Truncated, Limit,
+// StdoutDropped and StderrDropped say so.
 //
 // # Confinement
 //
