@@ -230,7 +230,8 @@ type callKey struct{}
 // backslashes, non-canonical numeric hosts, ...), a header the guest may not
 // set (Host, hop-by-hop, proxy and framing headers), an invalid header name
 // or value and a CONNECT or TRACE method. A request or response over its
-// limit wraps ErrTooLarge, a passed deadline wraps context.DeadlineExceeded,
+// limit is a *sandbox.LimitError (naming the module, the target and the
+// limit) that wraps ErrTooLarge, a passed deadline wraps context.DeadlineExceeded,
 // and any other failure is a plain error. Every decision, including the
 // refusal of a malformed request, is recorded.
 func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse, error) {
@@ -239,6 +240,16 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 		what := "(no request)"
 		if req != nil {
 			what = redactRaw(req.URL)
+		}
+		if errors.Is(err, ErrTooLarge) {
+			// A limit, not a denial: recorded and returned naming the
+			// module, the target and the limit.
+			reason, limit := strings.TrimPrefix(err.Error(), ErrTooLarge.Error()+": "), int64(0)
+			var se *sizeError
+			if errors.As(err, &se) {
+				reason, limit = se.what, se.limit
+			}
+			return nil, g.exceed(ctx, what, reason, limit)
 		}
 		v := sandbox.Deny(g.module, sandbox.Network, what, err.Error())
 		g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
@@ -315,6 +326,24 @@ func (g *Gate) deny(ctx context.Context, target, reason string) *sandbox.Violati
 	return v
 }
 
+// exceed records a refusal over a limit and returns it as a
+// *sandbox.LimitError that wraps ErrTooLarge. target must be redacted.
+func (g *Gate) exceed(ctx context.Context, target, reason string, limit int64) *sandbox.LimitError {
+	e := sandbox.Exceed(g.module, sandbox.Network, target, reason, limit, ErrTooLarge)
+	g.rec.Record(e.Decision(sandbox.CallFrom(ctx)))
+	return e
+}
+
+// sizeError is a request over a size limit, found before the gate knows
+// the call; Do turns it into a recorded *sandbox.LimitError.
+type sizeError struct {
+	what  string // "request body of 17 bytes exceeds 16"
+	limit int64
+}
+
+func (e *sizeError) Error() string        { return ErrTooLarge.Error() + ": " + e.what }
+func (e *sizeError) Is(target error) bool { return target == ErrTooLarge }
+
 // failed turns a transport or body error into the error Do returns.
 func (g *Gate) failed(ctx context.Context, out *outgoing, step string, err error) error {
 	var v *sandbox.Violation
@@ -346,7 +375,7 @@ func (g *Gate) prepare(req *abi.HTTPRequest) (*outgoing, error) {
 		return nil, fmt.Errorf("%w: method %s is not allowed", ErrInvalid, strings.ToUpper(out.method))
 	}
 	if len(req.Body) > MaxRequestBytes {
-		return nil, fmt.Errorf("%w: request body of %d bytes exceeds %d", ErrTooLarge, len(req.Body), MaxRequestBytes)
+		return nil, &sizeError{fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", len(req.Body), MaxRequestBytes), MaxRequestBytes}
 	}
 	t, err := checkURL(req.URL)
 	if err != nil {
@@ -380,7 +409,7 @@ func checkHeader(in map[string][]string) (http.Header, error) {
 			size += len(key) + len(v) + 4
 		}
 		if size > maxHeaderBytes {
-			return nil, fmt.Errorf("%w: request headers exceed %d bytes", ErrTooLarge, maxHeaderBytes)
+			return nil, &sizeError{fmt.Sprintf("request headers exceed the limit of %d bytes", maxHeaderBytes), maxHeaderBytes}
 		}
 		h[key] = append(h[key], values...)
 	}
@@ -477,7 +506,7 @@ func drain(body io.ReadCloser) {
 func (g *Gate) response(ctx context.Context, out *outgoing, resp *http.Response) (*abi.HTTPResponse, error) {
 	defer resp.Body.Close()
 	tooLarge := func() error {
-		return fmt.Errorf("%s %s: response body larger than %d bytes: %w", out.method, Redact(&out.target.url), g.maxBody, ErrTooLarge)
+		return g.exceed(ctx, Redact(&out.target.url), fmt.Sprintf("%s response body is larger than the limit of %d bytes", out.method, g.maxBody), g.maxBody)
 	}
 	var body []byte
 	var err error

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -853,5 +854,57 @@ func TestGateHandshakeBoundByCall(t *testing.T) {
 	case <-closed:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the handshake outlived the call by 5s")
+	}
+}
+
+// Every size limit is a recorded refusal naming the module, the target and
+// the limit, returned as a *sandbox.LimitError that still wraps ErrTooLarge.
+func TestGateLimitsNameTheModule(t *testing.T) {
+	w := newWorld(t)
+	w.https("api.stripe.com", func(rw http.ResponseWriter, r *http.Request) {
+		rw.Write(make([]byte, DefaultMaxResponseBytes+1))
+	})
+	g := w.gate("dave/stripe", "api.stripe.com")
+	big := http.Header{"X-Big": {strings.Repeat("a", maxHeaderBytes)}}
+	tests := []struct {
+		name   string
+		req    *abi.HTTPRequest
+		target string
+		reason string
+		limit  int64
+	}{
+		{"request body", &abi.HTTPRequest{Method: "POST", URL: "https://api.stripe.com/v1/files?key=secret", Body: make([]byte, MaxRequestBytes+1)},
+			"https://api.stripe.com/v1/files?REDACTED", fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", MaxRequestBytes+1, MaxRequestBytes), MaxRequestBytes},
+		{"request headers", &abi.HTTPRequest{URL: "https://api.stripe.com/", Headers: big},
+			"https://api.stripe.com/", fmt.Sprintf("request headers exceed the limit of %d bytes", maxHeaderBytes), maxHeaderBytes},
+		{"response body", &abi.HTTPRequest{URL: "https://api.stripe.com/export"},
+			"https://api.stripe.com/export", fmt.Sprintf("GET response body is larger than the limit of %d bytes", DefaultMaxResponseBytes), DefaultMaxResponseBytes},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := len(w.rec.all())
+			_, err := g.Do(callCtx(t), tt.req)
+			if !errors.Is(err, ErrTooLarge) {
+				t.Errorf("error = %v, want ErrTooLarge", err)
+			}
+			var le *sandbox.LimitError
+			if !errors.As(err, &le) {
+				t.Fatalf("error = %v (%T), want a *sandbox.LimitError", err, err)
+			}
+			if got, want := *le, (sandbox.LimitError{Module: "dave/stripe", Capability: sandbox.Network, Target: le.Target, Reason: tt.reason, Limit: tt.limit, Err: ErrTooLarge}); got != want {
+				t.Errorf("limit error\n got %+v\nwant %+v", got, want)
+			}
+			if !strings.HasPrefix(le.Target, tt.target) {
+				t.Errorf("target %q, want %q", le.Target, tt.target)
+			}
+			if msg := err.Error(); !strings.Contains(msg, "module dave/stripe") || !strings.Contains(msg, strconv.FormatInt(tt.limit, 10)) {
+				t.Errorf("error %q does not name the module and the limit", msg)
+			}
+			recs := w.rec.all()[before:]
+			last := recs[len(recs)-1]
+			if last.Allowed || last.Module != "dave/stripe" || last.Capability != sandbox.Network || last.Command != "create-invoice" || last.Target != le.Target || last.Reason != tt.reason {
+				t.Errorf("recorded %+v, want the refusal of %s", last, tt.name)
+			}
+		})
 	}
 }

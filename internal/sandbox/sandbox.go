@@ -177,3 +177,39 @@ func CallFrom(ctx context.Context) *Call {
 
 // CommandFrom returns the command name of the call in ctx, or "".
 func CommandFrom(ctx context.Context) string { return CallFrom(ctx).CommandName() }
+
+// LimitError is the typed error a refusal over a limit becomes: an argument
+// or a result of a module's operation is larger than the module may have.
+// Like a Violation it names the module, the capability and the target, and
+// the gate that refused records it (its Decision) in the audit log; unlike a
+// Violation it is not a breach of the module's grants, and it reaches the
+// guest as too_large, not denied.
+type LimitError struct {
+	Module     string
+	Capability Capability
+	Target     string // already sanitized by Sanitize
+	Reason     string // what exceeded which limit, e.g. "response body is larger than the limit of 16777216 bytes"
+	Limit      int64  // the limit, in its own unit (bytes, buffers); 0 when the reason alone says it
+	Err        error  // the sentinel the refusal also wraps (netgate.ErrTooLarge), or nil
+}
+
+// Error renders the refusal as one line, e.g.
+//
+//	limit exceeded: module dave/stripe: network: "https://api.stripe.com/v1/files" response body is larger than the limit of 16777216 bytes
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("limit exceeded: module %s: %s: %q %s", e.Module, e.Capability, e.Target, e.Reason)
+}
+
+// Unwrap returns e.Err, so errors.Is(err, netgate.ErrTooLarge) still holds.
+func (e *LimitError) Unwrap() error { return e.Err }
+
+// Exceed builds a LimitError, sanitizing the target.
+func Exceed(module string, c Capability, target, reason string, limit int64, err error) *LimitError {
+	return &LimitError{Module: module, Capability: c, Target: Sanitize(target), Reason: reason, Limit: limit, Err: err}
+}
+
+// Decision returns the audit decision (a refusal) that corresponds to e,
+// attributed to call c (which may be nil).
+func (e *LimitError) Decision(c *Call) Decision {
+	return Decision{Time: time.Now(), Module: e.Module, Command: c.CommandName(), Trace: c.TraceName(), Capability: e.Capability, Target: e.Target, Reason: e.Reason}
+}
