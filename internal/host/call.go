@@ -34,6 +34,9 @@ type CallError struct {
 	Kind      ErrorKind
 	Msg       string
 	Violation *sandbox.Violation // the first denial during the call, if any
+	// Limit is the first refusal over a limit during the call, if any:
+	// which module, which limit.
+	Limit *sandbox.LimitError
 }
 
 // Error renders the failure; a denial that made the call fail comes first,
@@ -45,6 +48,9 @@ func (e *CallError) Error() string {
 		}
 		return e.Violation.Error()
 	}
+	if e.Limit != nil && !strings.Contains(e.Msg, e.Limit.Reason) {
+		return fmt.Sprintf("module %s: %s: %s (%s)", e.Module, e.Command, e.Msg, e.Limit.Error())
+	}
 	return fmt.Sprintf("module %s: %s: %s", e.Module, e.Command, e.Msg)
 }
 
@@ -52,6 +58,9 @@ func (e *CallError) Error() string {
 func (e *CallError) Unwrap() error {
 	if e.Violation != nil {
 		return e.Violation
+	}
+	if e.Limit != nil {
+		return e.Limit
 	}
 	return nil
 }
@@ -66,6 +75,7 @@ type callState struct {
 	output    []byte
 	outputErr string // output_set was refused: a CallOK becomes a failure
 	violation *sandbox.Violation
+	limit     *sandbox.LimitError // the first refusal over a limit this call
 	fault     string
 	logLines  int // log records this call; over MaxLogLinesPerCall they are dropped
 	logBytes  int
@@ -86,6 +96,7 @@ func (st *callState) reset() {
 	}
 	st.outputErr = ""
 	st.violation = nil
+	st.limit = nil
 	st.fault = ""
 	st.logLines = 0
 	st.logBytes = 0
@@ -143,7 +154,9 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		return nil, fail(KindUnknown, "no such command (commands: %s)", strings.Join(m.commands, ", "))
 	}
 	if len(input) > m.limits.MaxInput {
-		return nil, fail(KindInput, "input is %d bytes; the limit is %d", len(input), m.limits.MaxInput)
+		e := sandbox.Exceed(m.id, sandbox.Host, "input", fmt.Sprintf("input of %d bytes exceeds the limit of %d", len(input), m.limits.MaxInput), int64(m.limits.MaxInput), nil)
+		m.rec.Record(e.Decision(&sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}))
+		return nil, &CallError{Module: m.id, Command: command, Kind: KindInput, Msg: e.Reason, Limit: e}
 	}
 	if err := m.lim.acquire(ctx); err != nil {
 		return nil, fail(KindBusy, "waiting for a free slot (concurrency %d): %v", m.limits.Concurrency, err)
@@ -168,7 +181,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}
 	ctx = sandbox.WithCall(ctx, call)
 	st := &inst.st
-	st.violation, st.fault = nil, "" // nothing from the start function is this call's
+	st.violation, st.limit, st.fault = nil, nil, "" // nothing from the start function is this call's
 	st.ctx = ctx
 	inst.sleepCtx = ctx
 	st.call = call
@@ -213,8 +226,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 			err = &CallError{Module: m.id, Command: command, Kind: KindCrash, Msg: fmt.Sprintf("%s returned %d, which is not a defined result", abi.ExportCall, uint32(stack[0]))}
 		}
 	}
-	if ce, ok := err.(*CallError); ok && st.violation != nil {
-		ce.Violation = st.violation
+	if ce, ok := err.(*CallError); ok {
+		ce.Violation, ce.Limit = st.violation, st.limit
 	}
 	if st.logLines > MaxLogLinesPerCall {
 		m.log.Warn(fmt.Sprintf("module %s: %s: dropped %d log lines over the limit of %d per call", m.id, command, st.logLines-MaxLogLinesPerCall, MaxLogLinesPerCall))

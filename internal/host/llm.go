@@ -38,7 +38,7 @@ var errNoLLM = errors.New("this station offers no LLM (the operator has not conf
 
 // llm_complete(ptr i32, len i32) -> i64, linked only when llm is granted.
 func (m *Module) llmComplete(ctx context.Context, mod api.Module, stack []uint64) {
-	docCall(m, ctx, mod, stack, abi.ImportLLMComplete, func(ctx context.Context, req *abi.LLMRequest) (any, error) {
+	docCall(m, ctx, mod, stack, abi.ImportLLMComplete, llmShape, func(ctx context.Context, req *abi.LLMRequest) (any, error) {
 		r, err := llmRequest(req)
 		if err != nil {
 			return nil, err
