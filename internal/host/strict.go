@@ -173,7 +173,7 @@ func (sc *scanner) value(s *docShape) *docError {
 }
 
 func (sc *scanner) object(s *docShape) *docError {
-	sc.i++ // '{'
+	sc.i++                       // '{'
 	var seen uint64              // kindObject: the keys seen, by index
 	var keys map[string]struct{} // kindMap: the keys seen
 	for {
