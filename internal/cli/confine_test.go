@@ -22,6 +22,12 @@ import (
 // anywhere. The approval prompt and `module show` say what confines the
 // programs on this machine.
 func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
+	if raceDetector {
+		// Compiling the probe under the race detector takes a minute per
+		// test; the gates' races are covered by the station and attack
+		// suites under -race, and this test runs in the other passes.
+		t.Skip("an end-to-end CLI test; runs without -race (both passes)")
+	}
 	home := t.TempDir()
 	user := t.TempDir() // the user's home directory, outside every grant
 	os.Mkdir(filepath.Join(user, ".ssh"), 0o700)
@@ -138,6 +144,12 @@ func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
 // partial output accepted the result is marked truncated with the limit and
 // the bytes discarded.
 func TestRunShowsTruncatedProgramOutput(t *testing.T) {
+	if raceDetector {
+		// Compiling the probe under the race detector takes a minute per
+		// test; the gates' races are covered by the station and attack
+		// suites under -race, and this test runs in the other passes.
+		t.Skip("an end-to-end CLI test; runs without -race (both passes)")
+	}
 	home := t.TempDir()
 	dir := t.TempDir()
 	man := "id: test/spew\nversion: \"1.0.0\"\ndescription: runs programs\nwasm: module.wasm\n" +
