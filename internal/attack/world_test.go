@@ -103,7 +103,7 @@ const (
 	modGroq   = "atk/groq"   // allow api.groq.com
 	modWild   = "atk/wild"   // allow *.stripe.com
 	modBoth   = "atk/both"   // allow api.stripe.com, api.groq.com
-	modFS     = "atk/fs"     // no network; writes d/out/**, reads d/in/**
+	modFS     = "atk/fs"     // no network; writes d/out/**, reads d/in/**; timeout 30s (a 2 MiB write under -race and load took over 5s)
 	modExec   = "atk/exec"   // subprocess [echo, touch, curl, cat, tee]; writes d/work/**
 	modRun    = "atk/run"    // allow api.stripe.com; timeout 2s, memory 64MiB
 	modUp     = "atk/up"     // reinstalled with fewer permissions by a case
@@ -251,7 +251,7 @@ func newWorld(t *testing.T, strict bool) *world {
 	full, nonet := probe.Wasm(t), probe.Wasm(t, probe.NoNetworkTag)
 	w.install(spec{id: modStripe, allow: []string{"api.stripe.com"}}, full)
 	w.install(spec{id: modGroq, allow: []string{"api.groq.com"}}, full)
-	w.install(spec{id: modFS, writes: []string{w.d + "/out/**"}, reads: []string{w.d + "/in/**"}, limits: "timeout: 5s"}, nonet)
+	w.install(spec{id: modFS, writes: []string{w.d + "/out/**"}, reads: []string{w.d + "/in/**"}, limits: "timeout: 30s"}, nonet)
 	if !strict {
 		w.install(spec{id: modWild, allow: []string{"*.stripe.com"}}, full)
 		w.install(spec{id: modBoth, allow: []string{"api.stripe.com", "api.groq.com"}}, full)
