@@ -1,5 +1,6 @@
 // Package attack holds the station's adversarial suite: the attack classes
-// A–I of ../shared/SECURITY.md expressed as data (one table entry per case)
+// A–I (isolation, host matching, resolution, redirects, files, subprocess, the host
+// boundary, resources, manifests) expressed as data (one table entry per case)
 // and run through the probe module against a real station, asserting both
 // the outcome and that nothing happened on the outside — no connection
 // accepted by a fixture that should not see one, files byte-for-byte

@@ -20,7 +20,7 @@ import (
 )
 
 // The station imports are registered with the stack-based API
-// (WithGoModuleFunction): no reflection per call, see ../shared/PERF.md.
+// (WithGoModuleFunction): no reflection per call, see BENCHMARKS.md.
 // Every argument is hostile: handles are looked up in the call's own table,
 // lengths are checked against limits before anything is allocated, and
 // pointers are checked by api.Memory's bounds-checked Read/Write.
