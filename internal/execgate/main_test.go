@@ -11,10 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 )
 
@@ -101,26 +101,11 @@ func helper(mode string, args []string) int {
 }
 
 // recorder collects decisions.
-type recorder struct {
-	mu sync.Mutex
-	ds []sandbox.Decision
-}
-
-func (r *recorder) Record(d sandbox.Decision) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ds = append(r.ds, d)
-}
-
-func (r *recorder) all() []sandbox.Decision {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return slices.Clone(r.ds)
-}
+type recorder struct{ fixture.Recorder }
 
 func (r *recorder) last(t *testing.T) sandbox.Decision {
 	t.Helper()
-	ds := r.all()
+	ds := r.All()
 	if len(ds) == 0 {
 		t.Fatal("no decision recorded")
 	}
