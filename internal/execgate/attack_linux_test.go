@@ -633,6 +633,7 @@ func TestAttackNoPIDNamespaceChildChangesStationLimits(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	requireLandlock(t, g)
 	// A stand-in for the station: a process of the same user, outside the
 	// sandbox.

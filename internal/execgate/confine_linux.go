@@ -100,6 +100,11 @@ func probe(p platform) error {
 		return err
 	}
 	c := confinementFor(p, set, dirs[:1], dirs[:2], nil)
+	c.scratchRoot = dirs[2]
+	if c.rules, err = c.prepare(c.scratchRoot); err != nil {
+		return err
+	}
+	defer c.release()
 	const missing = "/proc/self/execgate-probe-does-not-exist"
 	cmd := exec.Command(missing)
 	cmd.Dir = dirs[2]
@@ -107,7 +112,7 @@ func probe(p platform) error {
 	go func() {
 		runtime.LockOSThread()
 		defer runtime.UnlockOSThread()
-		err := c.start(cmd, dirs[2])
+		err := c.start(cmd)
 		if err == nil {
 			cmd.Process.Kill()
 			cmd.Wait()
@@ -138,6 +143,12 @@ type confinement struct {
 	execRoots []string // where children may execute files (Landlock)
 	readRoots []string // where children may read files and list directories (Landlock)
 	workDirs  []string // where children may write, with the call's scratch dir
+
+	// scratchRoot holds every call's scratch directory; children may write
+	// beneath it. rules is the Landlock ruleset, built once (build) with it
+	// and enforced by every child's launcher; nil without Landlock.
+	scratchRoot string
+	rules       *ruleset
 
 	breakRules bool // tests: hand the launcher /dev/null as its ruleset
 }
@@ -439,30 +450,56 @@ func (c confinement) prepare(scratch string) (*ruleset, error) {
 	return r, nil
 }
 
+// build makes the gate's scratch root and, with Landlock, its ruleset:
+// built once, with every path opened and checked here, and enforced by each
+// child's launcher. release undoes it.
+func (c *confinement) build() error {
+	root, err := os.MkdirTemp("", "station-exec-")
+	if err != nil {
+		return fmt.Errorf("scratch root: %w", err)
+	}
+	c.scratchRoot = root
+	if c.rules, err = c.prepare(root); err != nil {
+		os.RemoveAll(root)
+		c.scratchRoot = ""
+		return err
+	}
+	return nil
+}
+
+// release closes the ruleset and removes the scratch root.
+func (c *confinement) release() {
+	if c.rules != nil {
+		unix.Close(c.rules.fd)
+	}
+	if c.scratchRoot != "" {
+		os.RemoveAll(c.scratchRoot)
+	}
+}
+
 // start starts cmd's program (cmd.Path, cmd.Args, cmd.Env) confined by c,
-// with scratch as the call's scratch directory: it execs the launcher
+// whose ruleset covers the call's scratch directory: it execs the launcher
 // (package launch) in the child's namespaces, which confines itself and
 // then execs the program. The calling goroutine must be locked to its
 // thread until the child is reaped, because Pdeathsig is tied to the thread
 // that forked. start returns once the program runs, or with the launcher's
 // *launchError — then nothing ran unconfined and the launcher was reaped.
-func (c confinement) start(cmd *exec.Cmd, scratch string) error {
-	rules, err := c.prepare(scratch)
+func (c confinement) start(cmd *exec.Cmd) error {
+	filter, err := seccompProgram()
 	if err != nil {
 		return &launchError{Stage: "rules", Message: err.Error()}
 	}
-	if rules != nil && c.breakRules {
-		unix.Close(rules.fd)
-		if rules.fd, err = unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
-			return err
+	var rules *os.File // the launcher's own descriptor of the gate's ruleset
+	if c.rules != nil {
+		fd, err := unix.FcntlInt(uintptr(c.rules.fd), unix.F_DUPFD_CLOEXEC, 0)
+		if c.breakRules && err == nil {
+			unix.Close(fd)
+			fd, err = unix.Open("/dev/null", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		}
-	}
-	filter, err := seccompBytes()
-	if err != nil {
-		if rules != nil {
-			unix.Close(rules.fd)
+		if err != nil {
+			return &launchError{Stage: "rules", Message: "ruleset: " + err.Error()}
 		}
-		return &launchError{Stage: "rules", Message: err.Error()}
+		rules = os.NewFile(uintptr(fd), "landlock-ruleset")
 	}
 	var flags []string
 	if rules != nil {

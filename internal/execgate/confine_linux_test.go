@@ -90,6 +90,7 @@ func TestRunReadsConfined(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	requireLandlock(t, g)
 	run := func(mode string, args ...string) *abi.ProcessResponse {
 		t.Helper()
@@ -371,5 +372,36 @@ func TestRootUserNamespaceFallback(t *testing.T) {
 	}
 	if resp.ExitCode == 0 {
 		t.Errorf("the child wrote outside its work dir: %q", resp.Stdout)
+	}
+}
+
+// TestCloseReleases: a gate's ruleset and scratch root live as long as the
+// gate; after Close nothing of them is left, and no child starts.
+func TestCloseReleases(t *testing.T) {
+	g := systemGate(t, nil, []string{"true"}, Options{})
+	requireLandlock(t, g)
+	root, fd := g.conf.scratchRoot, g.conf.rules.fd
+	if fi, err := os.Stat(root); err != nil || fi.Mode().Perm() != 0o700 {
+		t.Fatalf("scratch root %s: %v %v, want a 0700 directory", root, fi, err)
+	}
+	if _, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{"true"}}); err != nil {
+		t.Fatal(err)
+	}
+	if ents, _ := os.ReadDir(root); len(ents) != 0 {
+		t.Errorf("a call's scratch dir outlived it: %v", ents)
+	}
+	g.Close()
+	g.Close()
+	if _, err := os.Stat(root); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("scratch root after Close: %v", err)
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_GETFD, 0); err == nil {
+		// The number may have been reused: only a ruleset would be ours.
+		if target, _ := os.Readlink(fmt.Sprintf("/proc/self/fd/%d", fd)); target == "anon_inode:landlock-ruleset" {
+			t.Errorf("the ruleset is still open after Close")
+		}
+	}
+	if _, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{"true"}}); err == nil {
+		t.Error("a closed gate started a child")
 	}
 }

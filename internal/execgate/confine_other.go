@@ -3,6 +3,7 @@
 package execgate
 
 import (
+	"os"
 	"os/exec"
 	"runtime"
 	"sync"
@@ -27,7 +28,10 @@ func (p platform) filesState() (int, string) {
 	return 0, "no Landlock on " + runtime.GOOS
 }
 
-type confinement struct{ platform }
+type confinement struct {
+	platform
+	scratchRoot string // holds every call's scratch directory
+}
 
 func newConfinement(set *settings, workDirs, readDirs, programDirs []string) confinement {
 	return confinement{platform: currentPlatform()}
@@ -46,8 +50,20 @@ type launchError struct {
 
 func (e *launchError) Error() string { return "could not be confined (" + e.Stage + "): " + e.Message }
 
+func (c *confinement) build() error {
+	root, err := os.MkdirTemp("", "station-exec-")
+	c.scratchRoot = root
+	return err
+}
+
+func (c *confinement) release() {
+	if c.scratchRoot != "" {
+		os.RemoveAll(c.scratchRoot)
+	}
+}
+
 // start starts cmd in a session of its own; there is nothing else to apply.
-func (c confinement) start(cmd *exec.Cmd, scratch string) error {
+func (c confinement) start(cmd *exec.Cmd) error {
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd.Start()
 }

@@ -31,6 +31,7 @@ func FuzzRequest(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	f.Cleanup(func() { g.Close() })
 	seeds := []struct {
 		argv0, arg, key, val, dir string
 		stdin                     []byte
@@ -68,9 +69,9 @@ func FuzzRequest(f *testing.F) {
 		defer cancel()
 		ctx = sandbox.WithCall(ctx, &sandbox.Call{Module: "fuzz/mod", Command: "fuzz"})
 
-		n := len(rec.all())
+		n := len(rec.All())
 		resp, err := g.Run(ctx, req)
-		ds := rec.all()[n:]
+		ds := rec.All()[n:]
 		if len(ds) != 1 {
 			t.Fatalf("Run(%+v) recorded %d decisions, want 1: %+v", req, len(ds), ds)
 		}

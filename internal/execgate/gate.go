@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -103,6 +104,8 @@ type Gate struct {
 	maxOutput int64
 	conf      confinement
 	refusal   string // non-empty: children cannot be confined here, and none starts
+	cleanup   runtime.Cleanup
+	closed    sync.Once
 
 	// started, when set (by tests), is called with the child's pid right
 	// after it started.
@@ -206,7 +209,26 @@ func New(o Options) (*Gate, error) {
 		return fail("children cannot be cut off from the network on this platform (%s); the operator must allow them the host network explicitly (subprocess.allow_network: true)", g.conf.unavailable())
 	}
 	g.refusal = refusal(g.conf.platform, set)
+	if err := g.conf.build(); err != nil {
+		if g.refusal == "" {
+			g.refusal = "cannot be started: its confinement could not be prepared (" + err.Error() + ")"
+		}
+	} else {
+		// A gate nobody closes still gives back its descriptor and
+		// scratch root once it is unreachable.
+		g.cleanup = runtime.AddCleanup(g, func(c confinement) { c.release() }, g.conf)
+	}
 	return g, nil
+}
+
+// Close releases what New prepared for children: the Landlock ruleset and
+// the scratch root. Calls in flight must have returned. It is idempotent.
+func (g *Gate) Close() error {
+	g.closed.Do(func() {
+		g.cleanup.Stop()
+		g.conf.release()
+	})
+	return nil
 }
 
 // refusal is why no child may start under set on platform p, or "".
@@ -617,7 +639,7 @@ func (g *Gate) deny(ctx context.Context, target, reason string) *sandbox.Violati
 
 // run starts the checked call and waits for it.
 func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
-	scratch, err := os.MkdirTemp("", "station-exec-")
+	scratch, err := os.MkdirTemp(g.conf.scratchRoot, "call-")
 	if err != nil {
 		return nil, fmt.Errorf("run %s: scratch dir: %w", c.name, err)
 	}
@@ -649,7 +671,7 @@ func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
 	cmd.WaitDelay = waitDelay
 
 	done := make(chan error, 1)
-	go g.spawn(cmd, scratch, done)
+	go g.spawn(cmd, done)
 	err = <-done
 	if cerr := ctx.Err(); cerr != nil {
 		return nil, fmt.Errorf("run %s: %w", c.name, cerr)
@@ -682,10 +704,10 @@ func (g *Gate) run(ctx context.Context, c *call) (*abi.ProcessResponse, error) {
 // its OS thread from the start until the child is reaped, as Pdeathsig ties
 // the child to the thread that forked it; nothing changes that thread, so
 // it is unlocked afterwards.
-func (g *Gate) spawn(cmd *exec.Cmd, scratch string, done chan<- error) {
+func (g *Gate) spawn(cmd *exec.Cmd, done chan<- error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	if err := g.conf.start(cmd, scratch); err != nil {
+	if err := g.conf.start(cmd); err != nil {
 		done <- err
 		return
 	}

@@ -36,6 +36,8 @@ func systemGate(t *testing.T, rec sandbox.Recorder, allow []string, o Options) *
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { g.Close() })
+	t.Cleanup(func() { g.Close() })
 	return g
 }
 
@@ -124,6 +126,7 @@ func TestString(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		t.Cleanup(func() { g.Close() })
 		if got := g.String(); got != c.want {
 			t.Errorf("String() = %q, want %q", got, c.want)
 		}
@@ -229,12 +232,12 @@ func TestRunInvalid(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n := len(rec.all())
+			n := len(rec.All())
 			resp, err := g.Run(callCtx(t), c.req)
 			if resp != nil || !errors.Is(err, c.want) {
 				t.Fatalf("Run = %+v, %v; want an error wrapping %v", resp, err, c.want)
 			}
-			if ds := rec.all(); len(ds) != n+1 || ds[n].Allowed || ds[n].Reason != err.Error() {
+			if ds := rec.All(); len(ds) != n+1 || ds[n].Allowed || ds[n].Reason != err.Error() {
 				t.Fatalf("decisions = %+v, want one denial with reason %q", ds[n:], err)
 			}
 		})
@@ -300,6 +303,7 @@ func TestRunOutputCap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	cases := []struct {
 		n         int
 		wantLen   int
@@ -332,6 +336,7 @@ func TestRunOutputCapReported(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	cases := []struct {
 		n           int
 		wantDropped int64
@@ -523,6 +528,7 @@ func TestFailClosedWithoutNamespaces(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	if g.Isolated() || !strings.Contains(g.Confinement(), "network: the host's") {
 		t.Fatalf("Isolated() = %v, Confinement() = %q; want the host network reported", g.Isolated(), g.Confinement())
 	}
@@ -551,6 +557,7 @@ func TestNetworkControl(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	resp, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{name, l.Addr().String()}, Env: map[string]string{helperVar: "connect"}})
 	if err != nil || string(resp.Stdout) != "connected" {
 		t.Fatalf("Run = %+v, %v; want the child to connect", resp, err)
@@ -765,6 +772,7 @@ func TestRunAny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	resp, err := g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{"echo", "$(id)"}})
 	if err != nil || string(resp.Stdout) != "$(id)\n" {
 		t.Fatalf("Run echo = %+v, %v", resp, err)
@@ -790,6 +798,7 @@ func TestRunAny(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { g.Close() })
 	resp, err = g.Run(callCtx(t), &abi.ProcessRequest{Argv: []string{"sh", "-c", "echo hi"}})
 	if err != nil || string(resp.Stdout) != "hi\n" {
 		t.Fatalf("Run granted sh = %+v, %v", resp, err)
@@ -826,7 +835,7 @@ func TestRunConcurrent(t *testing.T) {
 		t.Error(err)
 	}
 	allowed, denied := 0, 0
-	for _, d := range rec.all() {
+	for _, d := range rec.All() {
 		if d.Allowed {
 			allowed++
 		} else {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 
@@ -57,12 +58,12 @@ func launcherPath() string {
 
 // launcherFiles returns the descriptors the launcher gets after 0-2 — the
 // report pipe's write end, the spec, and with a ruleset the ruleset — and
-// the report pipe's read end. It takes over r's descriptor. The caller
-// closes all of them once the launcher started.
-func launcherFiles(spec []byte, r *ruleset) (extra []*os.File, report *os.File, err error) {
+// the report pipe's read end. It takes over rules. The caller closes all of
+// them once the launcher started.
+func launcherFiles(spec []byte, rules *os.File) (extra []*os.File, report *os.File, err error) {
 	closeRules := func() {
-		if r != nil {
-			unix.Close(r.fd)
+		if rules != nil {
+			rules.Close()
 		}
 	}
 	fd, err := unix.MemfdCreate("station-launch", unix.MFD_CLOEXEC)
@@ -88,8 +89,8 @@ func launcherFiles(spec []byte, r *ruleset) (extra []*os.File, report *os.File, 
 		return nil, nil, &launchError{Stage: "launcher", Message: "report pipe: " + err.Error()}
 	}
 	extra = []*os.File{pw, specFile} // descriptors 3 and 4
-	if r != nil {
-		extra = append(extra, os.NewFile(uintptr(r.fd), "landlock-ruleset")) // 5
+	if rules != nil {
+		extra = append(extra, rules) // 5
 	}
 	return extra, pr, nil
 }
@@ -112,7 +113,10 @@ func readReport(r *os.File) error {
 	return &launchError{Stage: rep.Stage, Errno: rep.Errno, Message: strings.ToValidUTF8(rep.Message, "?")}
 }
 
-// seccompBytes is the metadata filter as the launcher loads it.
+// seccompProgram is the metadata filter as the launcher loads it, built
+// once per process.
+var seccompProgram = sync.OnceValues(seccompBytes)
+
 func seccompBytes() ([]byte, error) {
 	t := currentSeccompTable()
 	if t == nil {

@@ -147,6 +147,7 @@ func helperGate(t *testing.T, rec sandbox.Recorder, workDirs []string, env ...st
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
+	t.Cleanup(func() { g.Close() })
 	return g, name
 }
 

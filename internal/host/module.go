@@ -541,6 +541,9 @@ func (w *tailWriter) tail() string {
 // closeGates releases the gates' resources.
 func (m *Module) closeGates() {
 	m.net.Close()
+	if m.exec != nil {
+		m.exec.Close()
+	}
 	if m.fs != nil {
 		m.fs.Close()
 	}

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/sandbox"
 )
@@ -31,6 +33,7 @@ func BenchmarkRun(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(func() { g.Close() })
 	ctx := sandbox.WithCall(context.Background(), &sandbox.Call{Module: "bench/true", Command: "bench"})
 	req := &abi.ProcessRequest{Argv: []string{"true"}}
 	for b.Loop() {
@@ -38,4 +41,29 @@ func BenchmarkRun(b *testing.B) {
 			b.Fatal(resp, err)
 		}
 	}
+}
+
+// BenchmarkPrepare is building a gate's Landlock ruleset, which New does
+// once and every child's launcher then enforces.
+func BenchmarkPrepare(b *testing.B) {
+	progs, err := Resolve([]string{"true"}, Operator{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	g, err := New(Options{Module: "bench/true", Programs: progs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { g.Close() })
+	scratch := b.TempDir()
+	for b.Loop() {
+		r, err := g.conf.prepare(scratch)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if r != nil {
+			unix.Close(r.fd)
+		}
+	}
+	b.ReportMetric(float64(len(g.conf.readRoots)+len(g.conf.execRoots)), "rules")
 }
