@@ -265,3 +265,41 @@ func TestBroadNetworkNeedsTheOperator(t *testing.T) {
 		t.Errorf("*.amazonaws.com: %v, want the reason and the grant to ask for", err)
 	}
 }
+
+// A home deeper than the top-level rule reaches (/data/users/ada): a
+// wildcard on the way to it can match it, so it is refused like a glob over
+// the whole home, however the wildcard is written; a sibling tree is not.
+func TestWildcardAboveTheOperatorsHome(t *testing.T) {
+	const home = "/data/users/ada"
+	for _, glob := range []string{
+		"/data/users/*/.ssh/**",
+		"/data/users/**",
+		"/data/users/*",
+		"/data/users/ad?/.kube/config",
+		"/data/users/[a]da/.ssh/**",
+		"/data/users/{ada,x}/.ssh/**",
+		"/data/users/ada{,/.ssh}/**",
+		"/DATA/Users/*/bin/x",
+	} {
+		for _, field := range []string{"filesystem_writes", "filesystem_reads"} {
+			doc := head + "requires:\n  " + field + ":\n    - " + yamlQuote(glob) + "\n"
+			_, err := ParseWith(FileName, []byte(doc), Options{Home: home})
+			if err == nil || !strings.Contains(err.Error(), "can match your home directory "+home) {
+				t.Errorf("%s %q with a home of %s: %v, want refused as matching the home", field, glob, home, err)
+			}
+		}
+		if r := GrantReason(glob, home); !strings.Contains(r, "your whole home directory") {
+			t.Errorf("GrantReason(%q, %q) = %q", glob, home, r)
+		}
+		doc := head + "requires:\n  filesystem_writes:\n    - " + yamlQuote(glob) + "\n"
+		if _, err := ParseWith(FileName, []byte(doc), Options{Home: home, GrantedGlobs: []string{glob}}); err != nil {
+			t.Errorf("%q with the operator's grant: %v", glob, err)
+		}
+	}
+	for _, glob := range []string{"/data/users/ada/reports/**", "/data/users2/**", "/data/shared/*.csv"} {
+		doc := head + "requires:\n  filesystem_writes:\n    - " + yamlQuote(glob) + "\n"
+		if _, err := ParseWith(FileName, []byte(doc), Options{Home: home}); err != nil {
+			t.Errorf("%q with a home of %s: %v", glob, home, err)
+		}
+	}
+}

@@ -318,11 +318,22 @@ func globBreadth(s, home string) (msg, reason string) {
 	}
 	// A home directory, written as an absolute path, is judged like "~/":
 	// the operator's own (home), and any under /home or /Users.
-	if hs := homeSegments(home); len(hs) > 0 && len(segs) >= len(hs) && equalFoldSegs(segs[:len(hs)], hs) {
-		if lit <= len(hs) {
-			return `covers your whole home directory; name a directory inside it, e.g. "~/reports/**"`, "it covers your whole home directory"
+	if hs := homeSegments(home); len(hs) > 0 {
+		switch {
+		case len(segs) >= len(hs) && equalFoldSegs(segs[:len(hs)], hs):
+			if lit <= len(hs) {
+				return `covers your whole home directory; name a directory inside it, e.g. "~/reports/**"`, "it covers your whole home directory"
+			}
+			return homeBreadth("/"+strings.Join(segs[:len(hs)], "/")+"/", segs[len(hs):], lit-len(hs))
+		case lit < len(hs) && lit < len(segs) && equalFoldSegs(segs[:lit], hs[:lit]):
+			// A wildcard on the way to the home directory can match it,
+			// and so everything in it: "/data/users/*/.ssh/**" for a home
+			// of /data/users/ada. (Under /home and /Users, and for a home
+			// two segments deep, the rules below refuse it as well.)
+			h := "/" + strings.Join(hs, "/")
+			return fmt.Sprintf(`can match your home directory %s and everything in it; name a directory inside it, e.g. "~/reports/**"`, h),
+				"it can match your whole home directory " + h
 		}
-		return homeBreadth("/"+strings.Join(segs[:len(hs)], "/")+"/", segs[len(hs):], lit-len(hs))
 	}
 	for _, root := range homeRoots {
 		if strings.EqualFold(top, root) {
