@@ -135,29 +135,7 @@ func (sc *scanner) value(s *docShape) *docError {
 	case '{':
 		return sc.object(s)
 	case '[':
-		var elem *docShape
-		if s != nil && s.kind == kindArray {
-			elem = s.elem
-		}
-		sc.i++
-		for n := 0; ; n++ {
-			sc.ws()
-			if sc.i >= len(sc.b) {
-				return nil
-			}
-			if sc.b[sc.i] == ']' {
-				sc.i++
-				return nil
-			}
-			if err := sc.value(elem); err != nil {
-				err.at = "[" + strconv.Itoa(n) + "]" + err.at
-				return err
-			}
-			sc.ws()
-			if sc.i < len(sc.b) && sc.b[sc.i] == ',' {
-				sc.i++
-			}
-		}
+		return sc.array(s)
 	case '"':
 		sc.str()
 		return nil
@@ -172,33 +150,58 @@ func (sc *scanner) value(s *docShape) *docError {
 	return nil
 }
 
+// more moves past whitespace and a ',' and reports whether another member
+// or element follows; at close (or the end of the document) it moves past
+// it and reports false.
+func (sc *scanner) more(close byte) bool {
+	sc.ws()
+	if sc.i < len(sc.b) && sc.b[sc.i] == ',' {
+		sc.i++
+		sc.ws()
+	}
+	if sc.i >= len(sc.b) {
+		return false
+	}
+	if sc.b[sc.i] == close {
+		sc.i++
+		return false
+	}
+	return true
+}
+
+func (sc *scanner) array(s *docShape) *docError {
+	var elem *docShape
+	if s != nil && s.kind == kindArray {
+		elem = s.elem
+	}
+	sc.i++ // '['
+	for n := 0; sc.more(']'); n++ {
+		if err := sc.value(elem); err != nil {
+			err.at = "[" + strconv.Itoa(n) + "]" + err.at
+			return err
+		}
+	}
+	return nil
+}
+
 func (sc *scanner) object(s *docShape) *docError {
 	sc.i++                       // '{'
 	var seen uint64              // kindObject: the keys seen, by index
 	var keys map[string]struct{} // kindMap: the keys seen
-	for {
-		sc.ws()
-		if sc.i >= len(sc.b) {
-			return nil
-		}
-		if sc.b[sc.i] == '}' {
-			sc.i++
-			return nil
-		}
+	for sc.more('}') {
 		kb, esc := sc.key()
 		sc.ws()
 		if sc.i < len(sc.b) && sc.b[sc.i] == ':' {
 			sc.i++
 		}
 		var child *docShape
-		var seg string
+		k, key := -1, "" // the field's index (kindObject) or the key (kindMap)
 		if s != nil {
 			switch s.kind {
 			case kindObject:
 				if esc {
 					kb = []byte(unescape(kb, esc))
 				}
-				k := -1
 				for j, name := range s.names {
 					if string(kb) == name {
 						k = j
@@ -212,28 +215,32 @@ func (sc *scanner) object(s *docShape) *docError {
 					return &docError{what: "duplicate key", key: s.names[k]}
 				}
 				seen |= 1 << k
-				child, seg = s.fields[k], "."+s.names[k]
+				child = s.fields[k]
 			case kindMap:
 				if keys == nil {
 					keys = make(map[string]struct{})
 				}
-				key := unescape(kb, esc)
+				key = unescape(kb, esc)
 				if _, dup := keys[key]; dup {
 					return &docError{what: "duplicate key", key: key}
 				}
 				keys[key] = struct{}{}
-				child, seg = s.elem, "["+quoteKey(key)+"]"
+				child = s.elem
 			}
 		}
 		if err := sc.value(child); err != nil {
-			err.at = seg + err.at
+			// Where the error is, built only now: an accepted document
+			// pays nothing for it.
+			switch {
+			case k >= 0:
+				err.at = "." + s.names[k] + err.at
+			case child != nil:
+				err.at = "[" + quoteKey(key) + "]" + err.at
+			}
 			return err
 		}
-		sc.ws()
-		if sc.i < len(sc.b) && sc.b[sc.i] == ',' {
-			sc.i++
-		}
 	}
+	return nil
 }
 
 // str moves past the string at sc.i and returns its raw contents (between

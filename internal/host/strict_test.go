@@ -2,6 +2,7 @@ package host
 
 import (
 	"encoding/json"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -38,6 +39,8 @@ func TestCheckDoc(t *testing.T) {
 		{"llm message field", llmShape, `{"messages":[{"role":"user","content":"x"},{"role":"user","content":"x","name":"n"}]}`, `unknown field "name" in messages[1]`},
 		{"llm duplicate role", llmShape, `{"messages":[{"role":"user","role":"system","content":"x"}]}`, `duplicate key "role" in messages[0]`},
 		{"null", httpShape, `null`, ""},
+		{"field in a map's value", mapOfMessages, `{"a":{"role":"user"},"b\"":{"role":"user","name":"n"}}`, `unknown field "name" in ["b\""]`},
+		{"whitespace and empty values", llmShape, " {\n\"messages\" : [ ] , \"json\" :true } ", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -54,6 +57,10 @@ func TestCheckDoc(t *testing.T) {
 		})
 	}
 }
+
+// mapOfMessages is a shape no abi type has yet: an error inside a map's
+// value names the key.
+var mapOfMessages = shapeOf(reflect.TypeFor[map[string]abi.LLMMessage]())
 
 // The shapes follow the abi types' json tags.
 func TestShapes(t *testing.T) {
