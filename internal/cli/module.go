@@ -226,8 +226,8 @@ func (a *app) moduleShowCmd() *cobra.Command {
 					"id": rec.ID, "version": rec.Version, "description": man.Description, "digest": rec.Digest,
 					"installed_at": rec.InstalledAt, "commands": cmds, "permissions": p,
 				}
-				if p.StartsPrograms() {
-					out["program_confinement"] = s.ChildConfinement()
+				if c := s.ChildConfinement(p); c != "" {
+					out["program_confinement"] = c
 				}
 				return writeJSON(a.io.Out, out)
 			}
@@ -242,11 +242,7 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				fmt.Fprintf(w, "  %-20s %s\n", c.Name, c.Description)
 			}
 			fmt.Fprintln(w, "permissions (approved)")
-			children := ""
-			if p.StartsPrograms() {
-				children = s.ChildConfinement()
-			}
-			for _, l := range p.Describe(children) {
+			for _, l := range p.Describe(s.ChildConfinement(p)) {
 				if strings.HasPrefix(l, "  ") {
 					fmt.Fprintf(w, "  %s\n", l)
 					continue

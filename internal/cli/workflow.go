@@ -91,11 +91,7 @@ func (m stationModules) Module(ctx context.Context, id string) (*workflow.Module
 	}
 	info := &workflow.ModuleInfo{ID: id, Version: in.Version}
 	if in.Manifest != nil { // the approval and the manifest could be read
-		children := ""
-		if in.Approved.StartsPrograms() {
-			children = m.s.ChildConfinement()
-		}
-		info.Permissions = in.Approved.Describe(children)
+		info.Permissions = in.Approved.Describe(m.s.ChildConfinement(in.Approved))
 		for _, c := range in.Manifest.Commands {
 			info.Commands = append(info.Commands, c.Name)
 		}

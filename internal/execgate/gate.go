@@ -208,7 +208,7 @@ func New(o Options) (*Gate, error) {
 	if !g.conf.isolated() && !set.network {
 		return fail("children cannot be cut off from the network on this platform (%s); the operator must allow them the host network explicitly (subprocess.allow_network: true)", g.conf.unavailable())
 	}
-	g.refusal = refusal(g.conf.platform, set)
+	g.refusal = refusal(g.conf.platform, set.files)
 	if err := g.conf.build(); err != nil {
 		if g.refusal == "" {
 			g.refusal = "cannot be started: its confinement could not be prepared (" + err.Error() + ")"
@@ -231,9 +231,10 @@ func (g *Gate) Close() error {
 	return nil
 }
 
-// refusal is why no child may start under set on platform p, or "".
-func refusal(p platform, set *settings) string {
-	if v, why := p.filesState(); v == 0 && !set.files {
+// refusal is why no child may start on platform p, or "": unconfined says
+// whether the operator accepts children not confined to files.
+func refusal(p platform, unconfined bool) string {
+	if v, why := p.filesState(); v == 0 && !unconfined {
 		return "cannot be confined to the module's files on this machine (" + why + "), so the station does not start it; " +
 			"an operator who accepts that children can read and change every file the station's user can sets subprocess.allow_unconfined_files: true"
 	}
@@ -250,7 +251,7 @@ func Describe(o Operator) string {
 	if !p.isolated() && !o.AllowNetwork {
 		return lead + ", and on this machine it WILL NOT START: it cannot be cut off from the network here (" + p.unavailable() + "); the operator may allow the host network with subprocess.allow_network: true"
 	}
-	if r := refusal(p, &settings{files: o.AllowUnconfinedFiles}); r != "" {
+	if r := refusal(p, o.AllowUnconfinedFiles); r != "" {
 		return lead + ", and on this machine it WILL NOT START: it " + r
 	}
 	network := "has no network"

@@ -201,9 +201,7 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 		plan.Replaces = &prev
 	}
 	op := s.execOperator(ctx)
-	if plan.Permissions.StartsPrograms() {
-		plan.Children = execgate.Describe(op)
-	}
+	plan.Children = s.ChildConfinement(plan.Permissions)
 	home, _ := os.UserHomeDir()
 	var roots []string
 	for _, g := range man.Requires.FilesystemWrites {

@@ -249,10 +249,14 @@ func (s *Station) execOperator(ctx context.Context) execgate.Operator {
 	return execOperator(ctx, s.Config, s.Home, s.Store)
 }
 
-// ChildConfinement says in one line what a program a module is granted
-// gets on this machine under the operator's settings: whether it starts at
-// all, and what confines it (execgate.Describe).
-func (s *Station) ChildConfinement() string {
+// ChildConfinement says in one line what a program a module with the
+// permissions p is granted gets on this machine under the operator's
+// settings: whether it starts at all, and what confines it
+// (execgate.Describe). It is "" for a module that starts no programs.
+func (s *Station) ChildConfinement(p Permissions) string {
+	if !p.StartsPrograms() {
+		return ""
+	}
 	sp := s.Config.Subprocess
 	return execgate.Describe(execgate.Operator{AllowNetwork: sp.AllowNetwork, AllowUnconfinedFiles: sp.AllowUnconfinedFiles})
 }
