@@ -83,7 +83,13 @@ func Deny(module string, c Capability, target, reason string) *Violation {
 // Decision returns the audit decision that corresponds to v, attributed to
 // call c (which may be nil).
 func (v *Violation) Decision(c *Call) Decision {
-	return Decision{Time: time.Now(), Module: v.Module, Command: c.CommandName(), Trace: c.TraceName(), Capability: v.Capability, Target: v.Target, Reason: v.Reason}
+	return refused(c, v.Module, v.Capability, v.Target, v.Reason)
+}
+
+// refused is the audit decision of a refusal, attributed to call c (which
+// may be nil): a Violation's and a LimitError's are the same record.
+func refused(c *Call, module string, capability Capability, target, reason string) Decision {
+	return Decision{Time: time.Now(), Module: module, Command: c.CommandName(), Trace: c.TraceName(), Capability: capability, Target: target, Reason: reason}
 }
 
 // MaxTargetLen bounds a sanitized target.
@@ -211,5 +217,5 @@ func Exceed(module string, c Capability, target, reason string, limit int64, err
 // Decision returns the audit decision (a refusal) that corresponds to e,
 // attributed to call c (which may be nil).
 func (e *LimitError) Decision(c *Call) Decision {
-	return Decision{Time: time.Now(), Module: e.Module, Command: c.CommandName(), Trace: c.TraceName(), Capability: e.Capability, Target: e.Target, Reason: e.Reason}
+	return refused(c, e.Module, e.Capability, e.Target, e.Reason)
 }
