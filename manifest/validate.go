@@ -197,15 +197,6 @@ var systemRoots = []string{
 // must name a directory inside one (/home/dave/reports/**), not a whole home.
 var homeRoots = []string{"/home", "/Users"}
 
-// sensitiveHome are paths under the home directory whose modification lets
-// a module run code or act as the user outside the sandbox; they keep their
-// own message. Every dot-directory and dotfile of the home directory, and
-// homeCode, need the operator's grant as a class: see homeBreadth.
-var sensitiveHome = []string{
-	".ssh", ".gnupg", ".station", ".local/bin", ".config/autostart", ".config/systemd",
-	"Library/LaunchAgents",
-}
-
 // homeCode are the directories of the home directory without a leading dot
 // where shells, language runtimes and desktops find code to run or settings
 // to obey, keyed by their lower-case name (they are compared without regard
@@ -307,13 +298,12 @@ func globBreadth(s, home string) (msg, reason string) {
 		return fmt.Sprintf("must name a directory before the first wildcard, e.g. %q", example), "it names no directory before its first wildcard"
 	}
 	if inHome {
-		return homeBreadth("~/", segs, lit)
+		return homeBreadth("~/", segs)
 	}
 	top := "/" + segs[0]
 	for _, root := range systemRoots {
 		if strings.EqualFold(top, root) {
-			return fmt.Sprintf("is inside the system directory %s; it needs an operator grant: the exact glob in filesystem.grant of the station config", root),
-				"it is inside the system directory " + root
+			return "is inside the system directory " + root + needsGrant, "it is inside the system directory " + root
 		}
 	}
 	// A home directory, written as an absolute path, is judged like "~/":
@@ -324,7 +314,7 @@ func globBreadth(s, home string) (msg, reason string) {
 			if lit <= len(hs) {
 				return `covers your whole home directory; name a directory inside it, e.g. "~/reports/**"`, "it covers your whole home directory"
 			}
-			return homeBreadth("/"+strings.Join(segs[:len(hs)], "/")+"/", segs[len(hs):], lit-len(hs))
+			return homeBreadth("/"+strings.Join(segs[:len(hs)], "/")+"/", segs[len(hs):])
 		case lit < len(hs) && lit < len(segs) && equalFoldSegs(segs[:lit], hs[:lit]):
 			// A wildcard on the way to the home directory can match it,
 			// and so everything in it: "/data/users/*/.ssh/**" for a home
@@ -340,7 +330,7 @@ func globBreadth(s, home string) (msg, reason string) {
 			if lit < 3 {
 				return `covers a whole home directory; name a directory inside one, or write "~/..."`, "it covers a whole home directory"
 			}
-			return homeBreadth("/"+segs[0]+"/"+segs[1]+"/", segs[2:], lit-2)
+			return homeBreadth("/"+segs[0]+"/"+segs[1]+"/", segs[2:])
 		}
 	}
 	if lit < 2 {
@@ -350,33 +340,20 @@ func globBreadth(s, home string) (msg, reason string) {
 	return "", ""
 }
 
-// homeBreadth judges the part of a glob inside a home directory: segs, of
-// which the first lit (at least one) have no glob characters, below the
-// directory written as prefix ("~/", "/home/dave/"). The first segment is
-// literal, so it names the one entry of the home directory that everything
-// the glob matches is inside.
-func homeBreadth(prefix string, segs []string, lit int) (msg, reason string) {
-	dir := strings.ToLower(strings.Join(segs[:lit], "/"))
-	for _, p := range sensitiveHome {
-		p = strings.ToLower(p)
-		if dir == p || strings.HasPrefix(dir, p+"/") {
-			return fmt.Sprintf("writes to %s%s are refused: they would let the module act outside the sandbox", prefix, p),
-				fmt.Sprintf("writing %s%s lets a module act as you outside the sandbox", prefix, p)
-		}
-		// A wildcard below a parent of a sensitive path can match into
-		// it: "~/.config/**" covers ~/.config/systemd.
-		if lit < len(segs) && strings.HasPrefix(p, dir+"/") {
-			return fmt.Sprintf("can match %s%s, where writes are refused: name a directory that does not contain it", prefix, p),
-				fmt.Sprintf("it can match %s%s, and writing there lets a module act as you outside the sandbox", prefix, p)
-		}
-	}
+// homeBreadth judges the part of a glob inside a home directory, below the
+// directory written as prefix ("~/", "/home/dave/"): segs, of which the
+// first has no glob characters, so it names the one entry of the home
+// directory that everything the glob matches is inside. Every dotfile and
+// dot-directory (~/.ssh, ~/.config, ~/.bashrc, ...) and homeCode need the
+// operator's grant, as a class.
+func homeBreadth(prefix string, segs []string) (msg, reason string) {
 	first := segs[0]
 	if strings.HasPrefix(first, ".") {
+		kind := "dot-directory"
 		if len(segs) == 1 {
-			return "writes to dotfiles in the home directory are refused: they would let the module act outside the sandbox",
-				fmt.Sprintf("%s%s is a dotfile of the home directory, %s", prefix, first, dotReason)
+			kind = "dotfile"
 		}
-		why := fmt.Sprintf("%s%s is a dot-directory of the home directory, %s", prefix, first, dotReason)
+		why := fmt.Sprintf("%s%s is a %s of the home directory, %s", prefix, first, kind, dotReason)
 		return why + needsGrant, why
 	}
 	if what, ok := homeCode[strings.ToLower(first)]; ok {
