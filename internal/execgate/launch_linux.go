@@ -46,7 +46,9 @@ func (e *launchError) Error() string {
 // launcherPath is what the station execs as the launcher: its own binary.
 // /proc/self/exe names the running file even if it was replaced or removed
 // on disk since (an upgrade must not change what confines children).
-func launcherPath() string {
+var launcherPath = sync.OnceValue(findLauncher)
+
+func findLauncher() string {
 	if _, err := os.Stat("/proc/self/exe"); err == nil {
 		return "/proc/self/exe"
 	}
