@@ -5,38 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/sandbox"
 )
-
-// decisions collects what a host records.
-type decisions struct {
-	mu  sync.Mutex
-	all []sandbox.Decision
-}
-
-func (d *decisions) Record(x sandbox.Decision) {
-	d.mu.Lock()
-	d.all = append(d.all, x)
-	d.mu.Unlock()
-}
-
-func (d *decisions) since(n int) []sandbox.Decision {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]sandbox.Decision(nil), d.all[n:]...)
-}
-
-func (d *decisions) len() int {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return len(d.all)
-}
 
 // A request document with a field the ABI does not have is refused, naming
 // the field: the guest never believes it set an option the station ignored.
@@ -93,7 +69,7 @@ func TestRequestDocumentsAreStrict(t *testing.T) {
 // Error document where the import returns one) and a failing call's error
 // names the module and the limit.
 func TestLimitsAreRecorded(t *testing.T) {
-	rec := &decisions{}
+	rec := &fixture.Recorder{}
 	h := newHost(t, host.Options{Recorder: rec})
 	man := parse(t, probeNoNet+"limits: {max_request: 1KiB, max_output: 1KiB, max_input: 2KiB}\n")
 	if _, err := h.Load(context.Background(), man, probe.Wasm(t)); err != nil {
@@ -115,7 +91,7 @@ func TestLimitsAreRecorded(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := rec.len()
+			before := rec.Len()
 			out, err := h.Call(context.Background(), "test/probe", probe.Command, probe.Run(tt.act))
 			if err == nil {
 				res, derr := probe.Decode(out)
@@ -150,7 +126,7 @@ func TestLimitsAreRecorded(t *testing.T) {
 				}
 			}
 			var got []sandbox.Decision
-			for _, d := range rec.since(before) {
+			for _, d := range rec.Since(before) {
 				if d.Capability == sandbox.Host {
 					d.Time = d.Time.UTC().Truncate(0)
 					got = append(got, d)
@@ -168,13 +144,13 @@ func TestLimitsAreRecorded(t *testing.T) {
 
 	// The caller's input over the limit: refused before the guest runs,
 	// recorded, and the error names the module and the limit.
-	before := rec.len()
+	before := rec.Len()
 	_, err := h.Call(context.Background(), "test/probe", probe.Command, []byte(`"`+strings.Repeat("x", 3000)+`"`))
 	var ce *host.CallError
 	if !errors.As(err, &ce) || ce.Kind != host.KindInput || ce.Limit == nil || ce.Limit.Limit != 2048 || !strings.Contains(err.Error(), "module test/probe") {
 		t.Errorf("oversized input: %v", err)
 	}
-	if got := rec.since(before); len(got) != 1 || got[0].Module != "test/probe" || got[0].Target != "input" || got[0].Reason != "input of 3002 bytes exceeds the limit of 2048" {
+	if got := rec.Since(before); len(got) != 1 || got[0].Module != "test/probe" || got[0].Target != "input" || got[0].Reason != "input of 3002 bytes exceeds the limit of 2048" {
 		t.Errorf("oversized input: decisions %+v", got)
 	}
 }
