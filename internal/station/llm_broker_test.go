@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/sandbox"
@@ -25,25 +26,14 @@ func (f completerFunc) Complete(ctx context.Context, r llm.Request) (*llm.Respon
 	return f(ctx, r)
 }
 
-type decisions struct {
-	mu sync.Mutex
-	d  []sandbox.Decision
-}
-
-func (r *decisions) Record(d sandbox.Decision) {
-	r.mu.Lock()
-	r.d = append(r.d, d)
-	r.mu.Unlock()
-}
-
-func newBroker(t *testing.T, c llm.Completer) (*llmBroker, *decisions, *store.Store) {
+func newBroker(t *testing.T, c llm.Completer) (*llmBroker, *fixture.Recorder, *store.Store) {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "station.db"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	rec := &decisions{}
+	rec := &fixture.Recorder{}
 	return &llmBroker{c: c, model: "station-model", store: st, rec: rec, now: time.Now}, rec, st
 }
 
@@ -64,8 +54,9 @@ func TestBrokerRefusesUngranted(t *testing.T) {
 	if called {
 		t.Error("the provider was asked")
 	}
-	if len(rec.d) != 1 || rec.d[0].Allowed || rec.d[0].Command != "run" || rec.d[0].Trace != "t1" || rec.d[0].Capability != sandbox.LLM {
-		t.Errorf("decisions %+v", rec.d)
+	ds := rec.All()
+	if len(ds) != 1 || ds[0].Allowed || ds[0].Command != "run" || ds[0].Trace != "t1" || ds[0].Capability != sandbox.LLM {
+		t.Errorf("decisions %+v", ds)
 	}
 }
 
@@ -94,8 +85,9 @@ func TestBrokerEstimatesMissingUsage(t *testing.T) {
 	if n, _ := st.LLMTokensSince(context.Background(), "a/b", time.Now().Add(-time.Hour)); n != 15 {
 		t.Errorf("recorded %d tokens, want 15", n)
 	}
-	if len(rec.d) != 1 || !strings.Contains(rec.d[0].Reason, "estimated") {
-		t.Errorf("decisions %+v", rec.d)
+	ds := rec.All()
+	if len(ds) != 1 || !strings.Contains(ds[0].Reason, "estimated") {
+		t.Errorf("decisions %+v", ds)
 	}
 }
 
@@ -167,8 +159,9 @@ func TestBrokerProviderFailure(t *testing.T) {
 	if !errors.Is(err, llm.ErrRateLimited) {
 		t.Fatalf("error %v", err)
 	}
-	if len(rec.d) != 1 || !rec.d[0].Allowed || !strings.Contains(rec.d[0].Reason, "rate limiting") {
-		t.Errorf("decisions %+v", rec.d)
+	ds := rec.All()
+	if len(ds) != 1 || !ds[0].Allowed || !strings.Contains(ds[0].Reason, "rate limiting") {
+		t.Errorf("decisions %+v", ds)
 	}
 	if n, _ := st.LLMTokensSince(context.Background(), "a/b", time.Time{}); n != 0 {
 		t.Errorf("a failed call was charged %d tokens", n)
