@@ -152,7 +152,7 @@ func parseRule(entry string) (Rule, error) {
 			}
 			return Rule{}, fmt.Errorf("%q is a public suffix whose names belong to different owners; list the hosts instead, e.g. \"*.example.%s\"", h, h)
 		}
-		if below(h) != "" {
+		if ps, _ := suffixBelow(h); strings.HasSuffix(ps, "."+h) {
 			// A wildcard rule of the list (*.compute.amazonaws.com,
 			// *.kawasaki.jp): each name below h is a public suffix.
 			return Rule{}, fmt.Errorf("every name below %q is a public suffix, whose names belong to different owners; list the hosts instead", h)
@@ -167,13 +167,13 @@ func parseRule(entry string) (Rule, error) {
 // under.
 const probeLabel = "station-probe"
 
-// below returns the public suffix every name below d is itself (d's
-// subdomains are public suffixes by a wildcard rule of the list), or "".
-func below(d string) string {
-	if ps, _ := publicsuffix.PublicSuffix(probeLabel + "." + d); strings.HasSuffix(ps, "."+d) {
-		return ps
-	}
-	return ""
+// suffixBelow returns the public suffix every name below d is under, and
+// whether the ICANN section of the list holds it (false: a hosting
+// service's private entry, or the default rule). It is below d itself
+// ("x.kawasaki.jp" for "kawasaki.jp") when d's subdomains are public
+// suffixes by a wildcard rule of the list.
+func suffixBelow(d string) (ps string, icann bool) {
+	return publicsuffix.PublicSuffix(probeLabel + "." + d)
 }
 
 // sharedTenant are domains under which a cloud, hosting, CDN or tunnel
@@ -217,7 +217,7 @@ func (r Rule) Broad() string {
 	h := r.Host
 	// The default rule ("*", an unlisted top-level domain) has one label and
 	// is no hosting service's.
-	if ps, icann := publicsuffix.PublicSuffix(probeLabel + "." + h); !icann && strings.Contains(ps, ".") {
+	if ps, icann := suffixBelow(h); !icann && strings.Contains(ps, ".") {
 		return fmt.Sprintf("%s is under %s, where a hosting service gives names to any of its customers (public suffix list): %s", h, ps, anyone)
 	}
 	for _, d := range sharedTenant {
