@@ -493,26 +493,22 @@ func (w *tailWriter) Write(p []byte) (int, error) {
 	}
 	for len(p) > 0 {
 		i := bytes.IndexByte(p, '\n')
+		end := i // the end of this line's bytes in p
 		if i < 0 {
-			room := MaxLogLine - len(w.buf)
-			if len(p) > room {
-				w.buf = append(w.buf, p[:room]...)
-				w.flush()
-				p = p[room:]
-				continue
-			}
-			w.buf = append(w.buf, p...)
-			break
+			end = len(p)
 		}
-		if room := MaxLogLine - len(w.buf); i > room {
-			// An over-long line continues in the next record, as an
-			// unterminated one does: nothing is dropped silently.
+		if room := MaxLogLine - len(w.buf); end > room {
+			// An over-long line, ended or not, continues in the next
+			// record: nothing is dropped silently.
 			w.buf = append(w.buf, p[:room]...)
 			w.flush()
 			p = p[room:]
 			continue
 		}
-		w.buf = append(w.buf, p[:i]...)
+		w.buf = append(w.buf, p[:end]...)
+		if i < 0 {
+			break // the line goes on in a later write
+		}
 		w.flush()
 		p = p[i+1:]
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"log/slog"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -75,26 +76,67 @@ func TestTailWriterKeepsLongLines(t *testing.T) {
 	}
 	for _, c := range cases {
 		var st callState
-		var got strings.Builder
-		w := &tailWriter{st: &st, log: slog.New(textHandler{&got})}
+		var records []string
+		w := &tailWriter{st: &st, log: slog.New(recordsHandler{&records})}
 		w.Write(c.write)
-		if got.String() != c.want {
-			t.Errorf("%s: the log holds %d bytes, want %d", c.name, got.Len(), len(c.want))
+		if got := strings.Join(records, ""); got != c.want {
+			t.Errorf("%s: the log holds %d bytes, want %d", c.name, len(got), len(c.want))
 		}
 	}
 }
 
-type textHandler struct{ b *strings.Builder }
+// Where the records break: at a newline, and at MaxLogLine bytes for a line
+// that is longer, whether it arrives in one write or in several.
+func TestTailWriterRecords(t *testing.T) {
+	x := func(n int) string { return strings.Repeat("x", n) }
+	cases := []struct {
+		name   string
+		writes []string
+		want   []string // the records' texts
+	}{
+		{"lines", []string{"a\nb\n"}, []string{"a", "b"}},
+		{"a line in two writes", []string{"ab", "c\nd"}, []string{"abc"}},
+		{"exactly the limit", []string{x(MaxLogLine) + "\n"}, []string{x(MaxLogLine)}},
+		{"one byte over", []string{x(MaxLogLine+1) + "\n"}, []string{x(MaxLogLine), "x"}},
+		{"the limit, then its newline", []string{x(MaxLogLine), "\n"}, []string{x(MaxLogLine)}},
+		{"the limit, then more", []string{x(MaxLogLine), "y\n"}, []string{x(MaxLogLine), "y"}},
+		{"unterminated", []string{x(2*MaxLogLine + 1)}, []string{x(MaxLogLine), x(MaxLogLine)}},
+		{"empty lines", []string{"\n\n"}, []string{"", ""}},
+	}
+	for _, c := range cases {
+		var st callState
+		var got []string
+		w := &tailWriter{st: &st, log: slog.New(recordsHandler{&got})}
+		for _, s := range c.writes {
+			if n, err := w.Write([]byte(s)); n != len(s) || err != nil {
+				t.Fatalf("%s: Write = %d, %v", c.name, n, err)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: %d records of lengths %v, want %v", c.name, len(got), lens(got), lens(c.want))
+		}
+	}
+}
 
-func (h textHandler) Enabled(context.Context, slog.Level) bool { return true }
-func (h textHandler) Handle(_ context.Context, r slog.Record) error {
+func lens(ss []string) []int {
+	var n []int
+	for _, s := range ss {
+		n = append(n, len(s))
+	}
+	return n
+}
+
+type recordsHandler struct{ texts *[]string }
+
+func (h recordsHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordsHandler) Handle(_ context.Context, r slog.Record) error {
 	r.Attrs(func(a slog.Attr) bool {
 		if a.Key == "text" {
-			h.b.WriteString(a.Value.String())
+			*h.texts = append(*h.texts, a.Value.String())
 		}
 		return true
 	})
 	return nil
 }
-func (h textHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
-func (h textHandler) WithGroup(string) slog.Handler      { return h }
+func (h recordsHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordsHandler) WithGroup(string) slog.Handler      { return h }
