@@ -330,18 +330,34 @@ func match(gs []grant, abs string) (string, bool) {
 // without a NUL byte. Glob matching is lexical, so the policy refuses to
 // judge anything else ("/out/../etc" matches "/out/**").
 func isClean(p string) bool {
-	if p == "/" {
-		return true
-	}
-	if p == "" || p[0] != '/' || p[len(p)-1] == '/' || strings.IndexByte(p, 0) >= 0 {
+	if p == "" || p[0] != '/' || strings.IndexByte(p, 0) >= 0 {
 		return false
 	}
-	for _, s := range strings.Split(p[1:], "/") {
-		if s == "" || s == "." || s == ".." {
-			return false
+	clean, _ := scanRel(p[1:])
+	return clean
+}
+
+// scanRel reports whether rel is "" or a relative path as path.Clean
+// leaves it, without a leading or trailing slash, and the length of its
+// longest name (cleaning never makes a name longer).
+func scanRel(rel string) (clean bool, longest int) {
+	clean = true
+	for start := 0; start <= len(rel); {
+		end := strings.IndexByte(rel[start:], '/')
+		if end < 0 {
+			end = len(rel)
+		} else {
+			end += start
 		}
+		switch name := rel[start:end]; {
+		case rel == "":
+		case name == "", name == ".", name == "..":
+			clean = false
+		}
+		longest = max(longest, end-start)
+		start = end + 1
 	}
-	return true
+	return clean, longest
 }
 
 // segments splits a clean absolute path: "/" has none.

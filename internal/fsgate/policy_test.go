@@ -226,3 +226,17 @@ func FuzzCheckPath(f *testing.F) {
 		}
 	})
 }
+
+// isClean accepts exactly the absolute paths that path.Clean leaves as
+// they are, without a NUL byte.
+func TestIsClean(t *testing.T) {
+	for _, p := range []string{
+		"", "/", "//", "/a", "/a/", "/a//b", "/a/./b", "/a/../b", "/..", "/.", "/...", "/a/..b", "/a..",
+		"a", "a/b", "./a", "/a\x00b", "/\x00", "/a/b/c", "/a/b/.", "/a/b/..",
+	} {
+		want := strings.HasPrefix(p, "/") && path.Clean(p) == p && !strings.ContainsRune(p, 0)
+		if got := isClean(p); got != want {
+			t.Errorf("isClean(%q) = %v, want %v", p, got, want)
+		}
+	}
+}

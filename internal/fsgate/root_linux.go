@@ -80,29 +80,6 @@ func (r *rootFS) find(p string, k kind) (place, errno) {
 	return place{abs: "/" + rel, mustDir: mustDir}, 0
 }
 
-// scanRel reports whether rel is "" or a relative path as path.Clean
-// leaves it, without a leading or trailing slash, and the length of its
-// longest name (cleaning never makes a name longer).
-func scanRel(rel string) (clean bool, longest int) {
-	clean = true
-	for start := 0; start <= len(rel); {
-		end := strings.IndexByte(rel[start:], '/')
-		if end < 0 {
-			end = len(rel)
-		} else {
-			end += start
-		}
-		switch name := rel[start:end]; {
-		case rel == "":
-		case name == "", name == ".", name == "..":
-			clean = false
-		}
-		longest = max(longest, end-start)
-		start = end + 1
-	}
-	return clean, longest
-}
-
 // deny records a denial of the guest path p (relative to "/").
 func (r *rootFS) deny(p, reason string, e errno) errno {
 	return r.g.deny(r.hooks, "/"+strings.TrimLeft(p, "/"), reason, e)
