@@ -241,15 +241,11 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 		if req != nil {
 			what = redactRaw(req.URL)
 		}
-		if errors.Is(err, ErrTooLarge) {
+		var se *sizeError
+		if errors.As(err, &se) {
 			// A limit, not a denial: recorded and returned naming the
 			// module, the target and the limit.
-			reason, limit := strings.TrimPrefix(err.Error(), ErrTooLarge.Error()+": "), int64(0)
-			var se *sizeError
-			if errors.As(err, &se) {
-				reason, limit = se.what, se.limit
-			}
-			return nil, g.exceed(ctx, what, reason, limit)
+			return nil, g.exceed(ctx, what, se.what, se.limit)
 		}
 		v := sandbox.Deny(g.module, sandbox.Network, what, err.Error())
 		g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
@@ -334,10 +330,11 @@ func (g *Gate) exceed(ctx context.Context, target, reason string, limit int64) *
 	return e
 }
 
-// sizeError is a request over a size limit, found before the gate knows
-// the call; Do turns it into a recorded *sandbox.LimitError.
+// sizeError is a request over a size limit (its body, headers or URL),
+// found before the gate knows the call; Do turns it into a recorded
+// *sandbox.LimitError. Every ErrTooLarge of prepare is one.
 type sizeError struct {
-	what  string // "request body of 17 bytes exceeds 16"
+	what  string // "request body of 17 bytes exceeds the limit of 16 bytes"
 	limit int64
 }
 

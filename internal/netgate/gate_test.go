@@ -877,6 +877,8 @@ func TestGateLimitsNameTheModule(t *testing.T) {
 			"https://api.stripe.com/v1/files?REDACTED", fmt.Sprintf("request body of %d bytes exceeds the limit of %d bytes", MaxRequestBytes+1, MaxRequestBytes), MaxRequestBytes},
 		{"request headers", &abi.HTTPRequest{URL: "https://api.stripe.com/", Headers: big},
 			"https://api.stripe.com/", fmt.Sprintf("request headers exceed the limit of %d bytes", maxHeaderBytes), maxHeaderBytes},
+		{"URL", &abi.HTTPRequest{URL: "https://api.stripe.com/" + strings.Repeat("a", maxURLBytes)},
+			"https://api.stripe.com/aaaa", fmt.Sprintf("URL of %d bytes exceeds the limit of %d bytes", len("https://api.stripe.com/")+maxURLBytes, maxURLBytes), maxURLBytes},
 		{"response body", &abi.HTTPRequest{URL: "https://api.stripe.com/export"},
 			"https://api.stripe.com/export", fmt.Sprintf("GET response body is larger than the limit of %d bytes", DefaultMaxResponseBytes), DefaultMaxResponseBytes},
 	}

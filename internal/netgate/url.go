@@ -28,6 +28,11 @@ func (t *target) sameOrigin(u *target) bool {
 	return t.scheme == u.scheme && t.host == u.host && t.port == u.port
 }
 
+// urlTooLong is the refusal of a URL of n bytes, over maxURLBytes.
+func urlTooLong(n int) error {
+	return &sizeError{fmt.Sprintf("URL of %d bytes exceeds the limit of %d bytes", n, maxURLBytes), maxURLBytes}
+}
+
 // invalidURL builds the error for a URL checkURL refuses.
 func invalidURL(format string, a ...any) error {
 	return fmt.Errorf("%w: URL "+format, append([]any{ErrInvalid}, a...)...)
@@ -40,7 +45,7 @@ func invalidURL(format string, a ...any) error {
 // ports. Every refusal wraps ErrInvalid.
 func checkURL(raw string) (target, error) {
 	if len(raw) > maxURLBytes {
-		return target{}, fmt.Errorf("%w: URL is longer than %d bytes", ErrTooLarge, maxURLBytes)
+		return target{}, urlTooLong(len(raw))
 	}
 	if err := checkURLBytes(raw); err != nil {
 		return target{}, err
@@ -158,7 +163,7 @@ func unwrapURLError(err error) error {
 // checkURL, so a redirect is held to exactly the rules of a request.
 func (t *target) resolve(loc string) (target, error) {
 	if len(loc) > maxURLBytes {
-		return target{}, fmt.Errorf("%w: URL is longer than %d bytes", ErrTooLarge, maxURLBytes)
+		return target{}, urlTooLong(len(loc))
 	}
 	if err := checkURLBytes(loc); err != nil {
 		return target{}, err
