@@ -29,6 +29,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/sdk"
@@ -94,11 +95,7 @@ func (e *TruncatedError) Error() string {
 	}
 	msg := fmt.Sprintf("sproc: %s: output truncated at the station's limit of %d bytes per stream", e.Program, r.Limit)
 	if len(cut) > 0 {
-		msg += ": " + cut[0]
-		for _, c := range cut[1:] {
-			msg += " and " + c
-		}
-		msg += " over it"
+		msg += ": " + strings.Join(cut, " and ") + " over it"
 	}
 	return msg
 }
