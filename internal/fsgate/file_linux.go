@@ -337,7 +337,7 @@ func (f *file) changeable(verb string) errno {
 	}
 	reason := "was opened read-only; " + verb + " needs a descriptor opened for writing"
 	if _, ok := f.m.g.pol.writable(f.m.host(f.rel)); !ok {
-		reason = "is not in its write allowlist (" + f.m.g.pol.writeList + ")"
+		reason = f.m.g.pol.notIn(kindWrite)
 	}
 	return f.m.deny(f.m.host(f.rel), reason, experimentalsys.EBADF)
 }

@@ -190,14 +190,12 @@ type checker struct {
 func (c *checker) check(rel string) errno {
 	pol, abs := c.m.g.pol, c.m.host(rel)
 	c.glob, c.dirOnly = "", false
-	var reason string
 	switch c.k {
 	case kindWrite:
 		if g, ok := pol.writable(abs); ok {
 			c.glob = g
 			return 0
 		}
-		reason = "is not in its write allowlist (" + pol.writeList + ")"
 	case kindSee, kindList, kindRead:
 		if g, ok := pol.readable(abs); ok {
 			c.glob = g
@@ -207,9 +205,8 @@ func (c *checker) check(rel string) errno {
 			c.dirOnly = c.k == kindList
 			return 0
 		}
-		reason = "is not in its read allowlist (" + pol.readList + ")"
 	}
-	return c.refuse(rel, reason)
+	return c.refuse(rel, pol.notIn(c.k))
 }
 
 // refuse records a denial of rel for reason.
@@ -425,7 +422,7 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 		l, e := lastLink(a)
 		return nil, l, e
 	case err == unix.ENOTDIR && c.dirOnly && !mustDir && flag&experimentalsys.O_DIRECTORY == 0:
-		return nil, nil, c.refuse(a.rel, "is not in its read allowlist ("+m.g.pol.readList+")")
+		return nil, nil, c.refuse(a.rel, m.g.pol.notIn(kindRead))
 	case err != nil:
 		return nil, nil, experimentalsys.UnwrapOSError(err)
 	}

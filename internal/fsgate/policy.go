@@ -246,6 +246,16 @@ func expandBraces(g string) ([]string, error) {
 	return out, err
 }
 
+// notIn is the reason for denying an operation of kind k on a path that no
+// glob grants it to: the write allowlist for a change, the read allowlist
+// (writes and reads) for anything else.
+func (p *policy) notIn(k kind) string {
+	if k == kindWrite {
+		return "is not in its write allowlist (" + p.writeList + ")"
+	}
+	return "is not in its read allowlist (" + p.readList + ")"
+}
+
 // writable reports whether the module may change the host path abs, and
 // the glob that grants it.
 func (p *policy) writable(abs string) (string, bool) {

@@ -95,11 +95,7 @@ func (r *rootFS) isAbove(abs string) bool {
 // outside refuses an operation of kind k on abs, a path outside every
 // mount, as the gate refuses a hidden name inside one.
 func (r *rootFS) outside(abs string, k kind) errno {
-	reason := "is not in its read allowlist (" + r.g.pol.readList + ")"
-	if k == kindWrite {
-		reason = "is not in its write allowlist (" + r.g.pol.writeList + ")"
-	}
-	return r.g.deny(r.hooks, abs, reason, k.denied())
+	return r.g.deny(r.hooks, abs, r.g.pol.notIn(k), k.denied())
 }
 
 // OpenFile implements experimentalsys.FS: see mountFS.openFile. A directory
@@ -260,7 +256,7 @@ func (r *rootFS) ends(from, to string) (end, end, errno) {
 	default:
 		return end{pf.m, pf.rel, pf.mustDir}, end{pt.m, pt.rel, pt.mustDir}, 0
 	}
-	reason := side + " is not in its write allowlist (" + r.g.pol.writeList + ")"
+	reason := side + " " + r.g.pol.notIn(kindWrite)
 	return end{}, end{}, r.g.deny(r.hooks, pairTarget(abs(pf), abs(pt)), reason, experimentalsys.EPERM)
 }
 
@@ -332,7 +328,7 @@ func (d *aboveDir) Datasync() errno { return 0 }
 // Utimens implements experimentalsys.File: the directory was opened
 // read-only, and nothing outside the mounts may change.
 func (d *aboveDir) Utimens(int64, int64) errno {
-	return d.g.deny(d.hooks, d.abs, "is not in its write allowlist ("+d.g.pol.writeList+")", experimentalsys.EBADF)
+	return d.g.deny(d.hooks, d.abs, d.g.pol.notIn(kindWrite), experimentalsys.EBADF)
 }
 
 // Seek implements experimentalsys.File: a directory can only be rewound.
