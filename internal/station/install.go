@@ -129,17 +129,17 @@ func (p Permissions) Describe(children string) []string {
 		lines = append(lines, "may not write files")
 	}
 	home, _ := os.UserHomeDir()
-	for _, g := range p.FilesystemWrites {
-		lines = append(lines, "may create, change and delete "+g)
+	glob := func(verb, g string) {
+		lines = append(lines, verb+g)
 		if why := manifest.GrantReason(g, home); why != "" {
 			lines = append(lines, "  BROAD, OPERATOR GRANT (filesystem.grant): "+why)
 		}
 	}
+	for _, g := range p.FilesystemWrites {
+		glob("may create, change and delete ", g)
+	}
 	for _, g := range p.FilesystemReads {
-		lines = append(lines, "may read "+g)
-		if why := manifest.GrantReason(g, home); why != "" {
-			lines = append(lines, "  BROAD, OPERATOR GRANT (filesystem.grant): "+why)
-		}
+		glob("may read ", g)
 	}
 	if l := p.LLM; l != nil {
 		lines = append(lines, l.describe()...)
