@@ -196,7 +196,13 @@ var sharedTenant = []string{
 	"sourceforge.io", "neocities.org", "sharepoint.com",
 	// tunnels
 	"loca.lt", "localtunnel.me", "serveo.net", "serveousercontent.com", "lhr.life", "localhost.run",
-	"pinggy.link", "cfargotunnel.com", "devtunnels.ms", "pagekite.me", "loophole.site",
+	"pinggy.link", "cfargotunnel.com", "devtunnels.ms", "pagekite.me", "loophole.site", "zrok.io",
+	// hosting the list misses
+	"koyeb.app", "modal.run",
+	// request inspectors and out-of-band testing: a name for anyone, made
+	// to collect what is sent to it
+	"webhook.site", "requestcatcher.com", "pipedream.net", "interact.sh", "oast.fun", "oast.live",
+	"oast.me", "oast.online", "oast.pro", "oast.site", "burpcollaborator.net", "oastify.com",
 }
 
 // Broad returns why r reaches hosts that different owners hold although
