@@ -105,9 +105,6 @@ type mountFS struct {
 	hooks Hooks
 }
 
-// String implements fmt.Stringer.
-func (m *mountFS) String() string { return m.root.path }
-
 // host returns the host path of a clean relative path.
 func (m *mountFS) host(rel string) string { return hostPath(m.root.path, rel) }
 

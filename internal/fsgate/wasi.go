@@ -221,15 +221,12 @@ func dirEntry(mod api.Module, fd int32) (fsys experimentalsys.FS, name string, i
 	return fsys, name, d && e == 0, true
 }
 
-// wasiErrno is the WASI error number of the errnos the gate refuses with.
+// wasiErrno is the WASI error number of a denial by refuseRaw, which
+// answers EACCES (a read) or EPERM (a change).
 func wasiErrno(e errno) uint32 {
 	switch e {
 	case experimentalsys.EACCES:
 		return 2
-	case experimentalsys.EINVAL:
-		return 28
-	case experimentalsys.ENAMETOOLONG:
-		return 37
 	case experimentalsys.EPERM:
 		return 63
 	}
