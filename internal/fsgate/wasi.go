@@ -184,8 +184,9 @@ func refuse(mod api.Module, fd int32, raw []byte, k kind, reason string) (e errn
 // wazero's descriptor table is internal to it; its exported fields and
 // methods are read with reflection (mod.Sys.FS().LookupFile(fd)), only for
 // a path that wazero would refuse anyway. If wazero changes that shape,
-// ok is false and wazero refuses the path itself, unrecorded;
-// TestGuestView fails then.
+// ok is false and wazero refuses the path itself, unrecorded (never
+// allowed); TestWASIWrapper, which needs no wasm toolchain and runs under
+// -short, fails then, as does TestGuestView.
 func dirEntry(mod api.Module, fd int32) (fsys experimentalsys.FS, name string, isDir, ok bool) {
 	defer func() {
 		if recover() != nil {
