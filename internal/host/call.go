@@ -153,9 +153,10 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if ci < 0 {
 		return nil, fail(KindUnknown, "no such command (commands: %s)", strings.Join(m.commands, ", "))
 	}
+	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}
 	if len(input) > m.limits.MaxInput {
 		e := sandbox.Exceed(m.id, sandbox.Host, "input", fmt.Sprintf("input of %d bytes exceeds the limit of %d", len(input), m.limits.MaxInput), int64(m.limits.MaxInput), nil)
-		m.rec.Record(e.Decision(&sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}))
+		m.rec.Record(e.Decision(call))
 		return nil, &CallError{Module: m.id, Command: command, Kind: KindInput, Msg: e.Reason, Limit: e}
 	}
 	if err := m.lim.acquire(ctx); err != nil {
@@ -178,7 +179,6 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		}
 	}
 
-	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}
 	ctx = sandbox.WithCall(ctx, call)
 	st := &inst.st
 	st.violation, st.limit, st.fault = nil, nil, "" // nothing from the start function is this call's
