@@ -104,9 +104,17 @@ func parent(rootfd int, rel string) (at, *link, experimentalsys.Errno) {
 	return at{dir: fd, own: own, name: name, rel: rel}, nil, 0
 }
 
+// testNoOpenat2, when a test sets it, makes openat2 unavailable (ENOSYS),
+// as on kernels before 5.6 or under a seccomp filter that refuses it, so
+// that parent walks every path one element at a time.
+var testNoOpenat2 bool
+
 // openat2 is unix.Openat2, retried while a concurrent rename makes it
 // return EAGAIN.
 func openat2(dir int, name string, how *unix.OpenHow) (int, error) {
+	if testNoOpenat2 {
+		return -1, unix.ENOSYS
+	}
 	for range 8 {
 		fd, err := unix.Openat2(dir, name, how)
 		if err != unix.EAGAIN && err != unix.EINTR {
