@@ -424,10 +424,10 @@ func TestAttacks(t *testing.T) {
 
 			got := a.do(e.mount("m"))
 			if got != a.want {
-				t.Errorf("got errno %v, want %v\n%s", got, a.want, e.rec.summary(base))
+				t.Errorf("got errno %v, want %v\n%s", got, a.want, summary(e.rec, base))
 			}
 			var denials []string
-			for _, d := range e.rec.all() {
+			for _, d := range e.rec.All() {
 				if !d.Allowed {
 					denials = append(denials, strings.ReplaceAll(d.Reason, base, "$T"))
 					if d.Module != "dave/probe" || d.Command != "run" || d.Capability != "filesystem" {

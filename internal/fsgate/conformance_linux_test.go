@@ -90,7 +90,7 @@ func TestPathConformance(t *testing.T) {
 			if g, w := listing(t, base+"/w"), listing(t, pd); g != w {
 				t.Errorf("tree through the gate:\n%s\nplain wazero:\n%s", g, w)
 			}
-			for _, d := range e.rec.all() {
+			for _, d := range e.rec.All() {
 				if !d.Allowed {
 					t.Errorf("denial %s: %s", d.Target, d.Reason)
 				}

@@ -216,11 +216,11 @@ readlink $T/m/out/s2: ok a.txt
 		"deny $T/m/out/sub/../../notes.txt: leads out of its directory descriptor with \"..\"\n",
 		"deny $T/m/out/s: is a symlink whose target is not in its read allowlist ($T/m/out/**, $T/w/**, $T/m/notes.txt)\n",
 	} {
-		if !strings.Contains(e.rec.summary(base), want) {
-			t.Errorf("no decision %q in\n%s", want, e.rec.summary(base))
+		if !strings.Contains(summary(e.rec, base), want) {
+			t.Errorf("no decision %q in\n%s", want, summary(e.rec, base))
 		}
 	}
-	for _, d := range e.rec.all() {
+	for _, d := range e.rec.All() {
 		if d.Command != "e2e" || d.Module != "dave/probe" {
 			t.Errorf("decision %+v: wrong attribution", d)
 		}

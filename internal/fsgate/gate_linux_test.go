@@ -176,8 +176,8 @@ func TestMountRoot(t *testing.T) {
 	if fi, err := os.Stat(base + "/out/a"); err != nil || fi.Size() != 1 {
 		t.Errorf("out/a after the attempts: %v, %v", fi, err)
 	}
-	if !strings.Contains(e.rec.summary(base), "deny $T/out: is the root of a mount") {
-		t.Errorf("decisions:\n%s", e.rec.summary(base))
+	if !strings.Contains(summary(e.rec, base), "deny $T/out: is the root of a mount") {
+		t.Errorf("decisions:\n%s", summary(e.rec, base))
 	}
 }
 
@@ -222,8 +222,8 @@ func TestReaddir(t *testing.T) {
 			t.Errorf("Readdir(%s) after rewind: %d entries, want %d", c.dir, len(again), len(names))
 		}
 	}
-	if d := e.rec.all(); len(d) != 0 {
-		t.Errorf("listing recorded decisions:\n%s", e.rec.summary(base))
+	if d := e.rec.All(); len(d) != 0 {
+		t.Errorf("listing recorded decisions:\n%s", summary(e.rec, base))
 	}
 }
 
@@ -255,7 +255,7 @@ func TestStarAndDoubleStar(t *testing.T) {
 		{"a directory within **", func() experimentalsys.Errno { return fsys.Rename("w/d", "w/d2") }, 0},
 	} {
 		if got := c.do(); got != c.want {
-			t.Errorf("%s: errno %v, want %v\n%s", c.name, got, c.want, e.rec.summary(base))
+			t.Errorf("%s: errno %v, want %v\n%s", c.name, got, c.want, summary(e.rec, base))
 		}
 	}
 	if err := os.Remove(base + "/s/b.txt"); err != nil {
@@ -270,7 +270,7 @@ func TestStarAndDoubleStar(t *testing.T) {
 			t.Errorf("%s changed", k)
 		}
 	}
-	if s := e.rec.summary(base); !strings.Contains(s, "deny $T/s/w/d -> $T/s/dir.txt: destination is a directory whose contents would not all be in its write allowlist") {
+	if s := summary(e.rec, base); !strings.Contains(s, "deny $T/s/w/d -> $T/s/dir.txt: destination is a directory whose contents would not all be in its write allowlist") {
 		t.Errorf("decisions:\n%s", s)
 	}
 }
@@ -299,10 +299,10 @@ allow $T/m/out/d: mkdir (allowed by $T/m/out/**)
 allow $T/m/out/sub/l: unlink (allowed by $T/m/out/**)
 deny $T/m/out\x1b[31m.txt: is not in its write allowlist ($T/m/out/**)
 `
-	if got := e.rec.summary(base); got != want {
+	if got := summary(e.rec, base); got != want {
 		t.Errorf("decisions:\n%s\nwant:\n%s", got, want)
 	}
-	ds := e.rec.all()
+	ds := e.rec.All()
 	for i, d := range ds {
 		wantCmd := "export"
 		if i == len(ds)-1 {
@@ -363,7 +363,7 @@ func TestQuota(t *testing.T) {
 	}
 	for _, s := range steps {
 		if got := s.do(); got != s.want {
-			t.Fatalf("%s: errno %v, want %v\n%s", s.name, got, s.want, e.rec.summary(base))
+			t.Fatalf("%s: errno %v, want %v\n%s", s.name, got, s.want, summary(e.rec, base))
 		}
 	}
 	sizes := map[string]int64{}
@@ -376,7 +376,7 @@ func TestQuota(t *testing.T) {
 		t.Errorf("sizes = %v, want %v", sizes, want)
 	}
 	var quota []string
-	for _, d := range e.rec.all() {
+	for _, d := range e.rec.All() {
 		if !d.Allowed {
 			quota = append(quota, d.Reason)
 		}

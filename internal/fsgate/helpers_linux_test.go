@@ -14,38 +14,15 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/sys"
 
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 )
 
-// recorder collects decisions.
-type recorder struct {
-	mu sync.Mutex
-	ds []sandbox.Decision
-}
-
-func (r *recorder) Record(d sandbox.Decision) {
-	r.mu.Lock()
-	r.ds = append(r.ds, d)
-	r.mu.Unlock()
-}
-
-func (r *recorder) all() []sandbox.Decision {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]sandbox.Decision(nil), r.ds...)
-}
-
-func (r *recorder) reset() {
-	r.mu.Lock()
-	r.ds = nil
-	r.mu.Unlock()
-}
-
-// summary renders the decisions one per line as "allow|deny target: reason",
-// with the test's base directory written as $T.
-func (r *recorder) summary(base string) string {
+// summary renders the decisions of rec one per line as "allow|deny
+// target: reason", with the test's base directory written as $T.
+func summary(rec *fixture.Recorder, base string) string {
 	var b strings.Builder
-	for _, d := range r.all() {
+	for _, d := range rec.All() {
 		verb := "deny"
 		if d.Allowed {
 			verb = "allow"
@@ -60,7 +37,7 @@ type env struct {
 	t          *testing.T
 	base       string
 	g          *Gate
-	rec        *recorder
+	rec        *fixture.Recorder
 	root       experimentalsys.FS // the instance's view, linked at "/"
 	violations []*sandbox.Violation
 	command    string
@@ -99,7 +76,7 @@ func tree(t *testing.T, base string, files map[string]string) {
 // newEnv builds a gate with globs relative to base ("$T/..." expanded).
 func newEnv(t *testing.T, base string, writes, reads []string, quota int64) *env {
 	t.Helper()
-	e := &env{t: t, base: base, rec: &recorder{}, command: "run"}
+	e := &env{t: t, base: base, rec: &fixture.Recorder{}, command: "run"}
 	g, err := New(Options{
 		Module:     "dave/probe",
 		Writes:     expand(base, writes),

@@ -116,7 +116,7 @@ func TestRaceAfterDecision(t *testing.T) {
 			}
 			defer func() { testHookRace = nil }()
 			if got := c.do(e.mount("m")); got != c.want {
-				t.Errorf("errno %v, want %v\n%s", got, c.want, e.rec.summary(base))
+				t.Errorf("errno %v, want %v\n%s", got, c.want, summary(e.rec, base))
 			}
 			if !swapped {
 				t.Errorf("the hook never ran at %s %s", c.stage, c.rel)

@@ -99,7 +99,7 @@ openat $T/sandbox: ok
 		`deny $T/sandbox/out/\xffx: is not valid UTF-8`,
 	}
 	var denials []string
-	for _, line := range strings.Split(e.rec.summary(base), "\n") {
+	for _, line := range strings.Split(summary(e.rec, base), "\n") {
 		if strings.HasPrefix(line, "deny ") {
 			denials = append(denials, line)
 		}
@@ -107,7 +107,7 @@ openat $T/sandbox: ok
 	if !slices.Equal(denials, wantDenials) {
 		t.Errorf("denials:\n%s\nwant:\n%s", strings.Join(denials, "\n"), strings.Join(wantDenials, "\n"))
 	}
-	for _, d := range e.rec.all() {
+	for _, d := range e.rec.All() {
 		if d.Module != "dave/probe" || d.Command != "view" || d.Capability != "filesystem" {
 			t.Errorf("decision %+v: wrong attribution", d)
 		}
@@ -179,8 +179,8 @@ func TestAbove(t *testing.T) {
 	if st, errno := root.Stat(T + "/m/out"); errno != 0 || st.Mode&fs.ModeDir == 0 || st.Ino == aboveIno(base+"/m/out") {
 		t.Errorf("stat of the mount root = %+v, %v; want the host's directory", st, errno)
 	}
-	if d := e.rec.all(); len(d) != 0 {
-		t.Errorf("seeing the way to the roots recorded decisions:\n%s", e.rec.summary(base))
+	if d := e.rec.All(); len(d) != 0 {
+		t.Errorf("seeing the way to the roots recorded decisions:\n%s", summary(e.rec, base))
 	}
 
 	f, errno := root.OpenFile(T, rdonly, 0)
@@ -231,11 +231,11 @@ func TestAbove(t *testing.T) {
 		{"rename between two mounts", func() experimentalsys.Errno { return root.Rename(T+"/data/x.csv", T+"/m/out/x.csv") },
 			experimentalsys.EPERM, "$T/data/x.csv -> $T/m/out/x.csv: source is not in its write allowlist ($T/m/out/**)"},
 	} {
-		e.rec.reset()
+		e.rec.Reset()
 		if got := c.do(); got != c.want {
 			t.Errorf("%s: errno %v, want %v", c.name, got, c.want)
 		}
-		got := strings.TrimSpace(strings.ReplaceAll(e.rec.summary(base), "deny ", ""))
+		got := strings.TrimSpace(strings.ReplaceAll(summary(e.rec, base), "deny ", ""))
 		if c.deny == "" && got != "" || c.deny != "" && (strings.Count(got, "\n") != 0 || !strings.HasPrefix(got, c.deny)) {
 			t.Errorf("%s: decisions %q, want one denial %q", c.name, got, c.deny)
 		}
@@ -279,14 +279,14 @@ func TestReadlinkHidesHostPaths(t *testing.T) {
 		{"dots", "./../out/./a.txt"},
 		{"new", "not-yet.txt"},
 	} {
-		e.rec.reset()
+		e.rec.Reset()
 		got, errno := fsys.Readlink(c.link)
 		st, serr := fsys.Lstat(c.link)
 		switch {
 		case c.want == "" && (errno != experimentalsys.EACCES || got != ""):
 			t.Errorf("readlink %s = %q, %v; want EACCES", c.link, got, errno)
-		case c.want == "" && !strings.Contains(e.rec.summary(base), "deny $T/m/out/"+c.link+": is a symlink whose target is not in its read allowlist"):
-			t.Errorf("readlink %s: decisions\n%s", c.link, e.rec.summary(base))
+		case c.want == "" && !strings.Contains(summary(e.rec, base), "deny $T/m/out/"+c.link+": is a symlink whose target is not in its read allowlist"):
+			t.Errorf("readlink %s: decisions\n%s", c.link, summary(e.rec, base))
 		case c.want != "" && (errno != 0 || got != c.want):
 			t.Errorf("readlink %s = %q, %v; want %q", c.link, got, errno, c.want)
 		case serr != 0 || st.Size != int64(len(c.want)):
@@ -359,10 +359,10 @@ func TestAcrossMounts(t *testing.T) {
 		{"rename a mount root into another", func() experimentalsys.Errno { return fsys.Rename("b", "a/b") }, experimentalsys.EPERM},
 	} {
 		if got := c.do(); got != c.want {
-			t.Errorf("%s: errno %v, want %v\n%s", c.name, got, c.want, e.rec.summary(base))
+			t.Errorf("%s: errno %v, want %v\n%s", c.name, got, c.want, summary(e.rec, base))
 		}
 	}
-	if got := e.rec.summary(base); got != `allow $T/a/x -> $T/b/y: rename (allowed by $T/a/**)
+	if got := summary(e.rec, base); got != `allow $T/a/x -> $T/b/y: rename (allowed by $T/a/**)
 allow $T/b/y -> $T/a/z: link (allowed by $T/b/**)
 deny $T/b -> $T/a/b: source is the root of a mount
 ` {

@@ -109,11 +109,11 @@ func TestWASIWrapper(t *testing.T) {
 		{"an ordinary path outside the grant", 3, T + "/secret.txt", 0, errnoAcces,
 			"$T/secret.txt: is not in its read allowlist ($T/m/out/**)"},
 	} {
-		e.rec.reset()
+		e.rec.Reset()
 		if got, _ := open(c.fd, c.path, c.oflags); got != c.want {
 			t.Errorf("%s: errno %d, want %d", c.name, got, c.want)
 		}
-		got := strings.TrimSpace(strings.TrimPrefix(e.rec.summary(base), "deny "))
+		got := strings.TrimSpace(strings.TrimPrefix(summary(e.rec, base), "deny "))
 		if got != c.deny {
 			t.Errorf("%s: decisions %q, want %q", c.name, got, c.deny)
 		}
