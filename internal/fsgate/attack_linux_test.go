@@ -367,6 +367,13 @@ var attacks = []attack{
 	{name: "a character device", plant: map[string]string{"m/out/null": "c"},
 		do:   func(f experimentalsys.FS) experimentalsys.Errno { return put(f, "out/null", wronly, "x") },
 		want: experimentalsys.EPERM, deny: "is a character device"},
+	// A socket, which any user can create (a device needs root).
+	{name: "a socket: read", plant: map[string]string{"m/out/sock": "s"},
+		do:   func(f experimentalsys.FS) experimentalsys.Errno { return open(f, "out/sock", rdonly) },
+		want: experimentalsys.EACCES, deny: "is a socket; only regular files and directories can be opened"},
+	{name: "a socket: write", plant: map[string]string{"m/out/sock": "s"},
+		do:   func(f experimentalsys.FS) experimentalsys.Errno { return put(f, "out/sock", wronly|appnd, "x") },
+		want: experimentalsys.EPERM, deny: "is a socket"},
 	{name: "a FIFO through a link", plant: map[string]string{"m/out/fifo": "|", "m/out/l": "->fifo"},
 		do:   func(f experimentalsys.FS) experimentalsys.Errno { return open(f, "out/l", rdonly) },
 		want: experimentalsys.EACCES, deny: "is a FIFO"},
@@ -383,7 +390,8 @@ func withFile(fsys experimentalsys.FS, p string, flag experimentalsys.Oflag, fn 
 }
 
 // plant adds entries to the tree: "->x" is a symbolic link, "=>x" a hard
-// link to the base-relative x, "|" a FIFO, "c" a character device.
+// link to the base-relative x, "|" a FIFO, "s" a Unix socket, "c" a
+// character device.
 func plant(t *testing.T, base string, entries map[string]string) {
 	t.Helper()
 	rest := map[string]string{}
@@ -397,6 +405,16 @@ func plant(t *testing.T, base string, entries map[string]string) {
 			}
 		case v == "|":
 			if err := syscall.Mkfifo(p, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		case v == "s":
+			fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = syscall.Bind(fd, &syscall.SockaddrUnix{Name: p})
+			syscall.Close(fd) // the socket's file stays
+			if err != nil {
 				t.Fatal(err)
 			}
 		case v == "c": // the null device, where the test may create one
