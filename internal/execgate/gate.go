@@ -360,7 +360,8 @@ type call struct {
 // sandbox.Subprocess): a program not in the allowlist, a variable that is
 // not declared or may never be passed, a directory outside the module's
 // work dirs, a program that changed since install. A malformed request wraps
-// ErrInvalid, one over a limit ErrTooLarge. A program that ran and exited
+// ErrInvalid; one over a limit is a *sandbox.LimitError (module, target,
+// reason and limit) that wraps ErrTooLarge. A program that ran and exited
 // non-zero is a success. Every decision is recorded.
 func (g *Gate) Run(ctx context.Context, req *abi.ProcessRequest) (*abi.ProcessResponse, error) {
 	c, err := g.check(ctx, req)
@@ -403,6 +404,12 @@ func (g *Gate) check(ctx context.Context, req *abi.ProcessRequest) (*call, error
 			what = "(no program)"
 		default:
 			what = req.Argv[0]
+		}
+		var over *sizeError
+		if errors.As(err, &over) {
+			le := sandbox.Exceed(g.module, sandbox.Subprocess, what, over.reason, over.limit, ErrTooLarge)
+			g.rec.Record(le.Decision(sandbox.CallFrom(ctx)))
+			return nil, le
 		}
 		v := sandbox.Deny(g.module, sandbox.Subprocess, what, err.Error())
 		g.rec.Record(v.Decision(sandbox.CallFrom(ctx)))
@@ -454,6 +461,20 @@ func (g *Gate) check(ctx context.Context, req *abi.ProcessRequest) (*call, error
 	return c, nil
 }
 
+// sizeError is a request over one of the limits; check turns it into the
+// *sandbox.LimitError that Run returns.
+type sizeError struct {
+	limit  int64
+	reason string
+}
+
+func (e *sizeError) Error() string { return ErrTooLarge.Error() + ": " + e.reason }
+func (e *sizeError) Unwrap() error { return ErrTooLarge }
+
+func overLimit(limit int, format string, args ...any) error {
+	return &sizeError{limit: int64(limit), reason: fmt.Sprintf(format, args...)}
+}
+
 // checkShape refuses malformed and oversized requests.
 func checkShape(req *abi.ProcessRequest) error {
 	if req == nil {
@@ -463,13 +484,13 @@ func checkShape(req *abi.ProcessRequest) error {
 		return fmt.Errorf("%w: argv is empty", ErrInvalid)
 	}
 	if len(req.Argv) > MaxArgs {
-		return fmt.Errorf("%w: %d arguments exceed %d", ErrTooLarge, len(req.Argv), MaxArgs)
+		return overLimit(MaxArgs, "%d arguments exceed %d", len(req.Argv), MaxArgs)
 	}
 	if len(req.Env) > MaxEnv {
-		return fmt.Errorf("%w: %d variables exceed %d", ErrTooLarge, len(req.Env), MaxEnv)
+		return overLimit(MaxEnv, "%d variables exceed %d", len(req.Env), MaxEnv)
 	}
 	if len(req.Stdin) > MaxStdin {
-		return fmt.Errorf("%w: stdin of %d bytes exceeds %d", ErrTooLarge, len(req.Stdin), MaxStdin)
+		return overLimit(MaxStdin, "stdin of %d bytes exceeds %d", len(req.Stdin), MaxStdin)
 	}
 	size := 0
 	for i, a := range req.Argv {
@@ -488,7 +509,7 @@ func checkShape(req *abi.ProcessRequest) error {
 		}
 	}
 	if size > MaxArgBytes {
-		return fmt.Errorf("%w: arguments and variables of %d bytes exceed %d", ErrTooLarge, size, MaxArgBytes)
+		return overLimit(MaxArgBytes, "arguments and variables of %d bytes exceed %d", size, MaxArgBytes)
 	}
 	if d := req.Dir; d != "" {
 		if len(d) > maxPathLen || strings.IndexByte(d, 0) >= 0 || !filepath.IsAbs(d) || filepath.Clean(d) != d {

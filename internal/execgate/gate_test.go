@@ -237,8 +237,17 @@ func TestRunInvalid(t *testing.T) {
 			if resp != nil || !errors.Is(err, c.want) {
 				t.Fatalf("Run = %+v, %v; want an error wrapping %v", resp, err, c.want)
 			}
-			if ds := rec.All(); len(ds) != n+1 || ds[n].Allowed || ds[n].Reason != err.Error() {
-				t.Fatalf("decisions = %+v, want one denial with reason %q", ds[n:], err)
+			reason := err.Error()
+			if le := (*sandbox.LimitError)(nil); errors.As(err, &le) {
+				if le.Module != "test/mod" || le.Capability != sandbox.Subprocess || le.Limit == 0 || !strings.Contains(err.Error(), "module test/mod") {
+					t.Fatalf("limit error %+v (%v), want the module, the capability and the limit", le, err)
+				}
+				reason = le.Reason
+			} else if errors.Is(err, ErrTooLarge) {
+				t.Fatalf("Run = %v, want a *sandbox.LimitError for a limit", err)
+			}
+			if ds := rec.All(); len(ds) != n+1 || ds[n].Allowed || ds[n].Reason != reason {
+				t.Fatalf("decisions = %+v, want one denial with reason %q", ds[n:], reason)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"reflect"
-	"strings"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
@@ -233,17 +232,7 @@ func (m *Module) httpRequest(ctx context.Context, mod api.Module, stack []uint64
 // process_run(ptr i32, len i32) -> i64, linked only when subprocess is granted.
 func (m *Module) processRun(ctx context.Context, mod api.Module, stack []uint64) {
 	docCall(m, ctx, mod, stack, abi.ImportProcessRun, processShape, func(ctx context.Context, req *abi.ProcessRequest) (any, error) {
-		resp, err := m.exec.Run(ctx, req)
-		if errors.Is(err, execgate.ErrTooLarge) && !errors.As(err, new(*sandbox.LimitError)) {
-			// The gate recorded the refusal; the guest and the caller
-			// learn whose it was and which limit.
-			target := "(no program)"
-			if len(req.Argv) > 0 && req.Argv[0] != "" {
-				target = req.Argv[0]
-			}
-			return nil, sandbox.Exceed(m.id, sandbox.Subprocess, target, strings.TrimPrefix(err.Error(), execgate.ErrTooLarge.Error()+": "), 0, err)
-		}
-		return resp, err
+		return m.exec.Run(ctx, req)
 	})
 }
 
