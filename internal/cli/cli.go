@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/tetratelabs/wazero"
 	"golang.org/x/sys/unix"
 
 	"github.com/station-dev/station/internal/config"
@@ -40,6 +41,10 @@ type IO struct {
 	Getenv func(string) string
 	// IsTerminal reports whether In is interactive (for approval prompts).
 	IsTerminal bool
+	// Cache, if set, replaces each station home's on-disk compilation
+	// cache (tests share one, so that a module is compiled once per test
+	// binary rather than once per home).
+	Cache wazero.CompilationCache
 }
 
 type app struct {
@@ -183,7 +188,7 @@ func (a *app) open(ctx context.Context) (*station.Station, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := a.opener(ctx, home, station.Options{Logger: a.logger(home), Getenv: a.io.Getenv})
+	s, err := a.opener(ctx, home, station.Options{Logger: a.logger(home), Getenv: a.io.Getenv, Cache: a.io.Cache})
 	if err != nil {
 		return nil, err
 	}

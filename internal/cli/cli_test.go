@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tetratelabs/wazero"
+
 	"github.com/station-dev/station/internal/cli"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/wasmbuild"
@@ -26,7 +28,7 @@ func station(t *testing.T, home string, stdin string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
 	env := map[string]string{"STATION_HOME": home}
-	code := cli.Run(context.Background(), args, cli.IO{
+	code := cli.Run(context.Background(), args, cli.IO{Cache: testCache,
 		In: strings.NewReader(stdin), Out: &out, Err: &errb,
 		Getenv: func(k string) string { return env[k] },
 	})
@@ -215,3 +217,8 @@ func TestInstallYesNeverFallsBackToTheHub(t *testing.T) {
 		t.Errorf("an explicit hub reference was refused as a path: %s", r.err)
 	}
 }
+
+// testCache is the compilation cache every station these tests open
+// shares: a module is compiled once per test binary, not once per home (the
+// probe takes about a minute to compile under the race detector).
+var testCache = wazero.NewCompilationCache()

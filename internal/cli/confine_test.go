@@ -22,12 +22,6 @@ import (
 // anywhere. The approval prompt and `module show` say what confines the
 // programs on this machine.
 func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
-	if raceDetector {
-		// Compiling the probe under the race detector takes a minute per
-		// test; the gates' races are covered by the station and attack
-		// suites under -race, and this test runs in the other passes.
-		t.Skip("an end-to-end CLI test; runs without -race (both passes)")
-	}
 	home := t.TempDir()
 	user := t.TempDir() // the user's home directory, outside every grant
 	os.Mkdir(filepath.Join(user, ".ssh"), 0o700)
@@ -69,7 +63,7 @@ func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
 	var out lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out})
+		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{Cache: testCache, In: strings.NewReader(""), Out: &out, Err: &out})
 	}()
 	defer func() {
 		cancel()
@@ -144,12 +138,6 @@ func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
 // partial output accepted the result is marked truncated with the limit and
 // the bytes discarded.
 func TestRunShowsTruncatedProgramOutput(t *testing.T) {
-	if raceDetector {
-		// Compiling the probe under the race detector takes a minute per
-		// test; the gates' races are covered by the station and attack
-		// suites under -race, and this test runs in the other passes.
-		t.Skip("an end-to-end CLI test; runs without -race (both passes)")
-	}
 	home := t.TempDir()
 	dir := t.TempDir()
 	man := "id: test/spew\nversion: \"1.0.0\"\ndescription: runs programs\nwasm: module.wasm\n" +

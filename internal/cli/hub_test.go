@@ -25,7 +25,7 @@ func TestHubServe(t *testing.T) {
 	done := make(chan int, 1)
 	go func() {
 		done <- cli.Run(ctx, []string{"hub", "serve", "--addr", "127.0.0.1:0", "--data", data, "--bootstrap-user", "dave"},
-			cli.IO{In: strings.NewReader(""), Out: &out, Err: &errb})
+			cli.IO{Cache: testCache, In: strings.NewReader(""), Out: &out, Err: &errb})
 	}()
 	listening := regexp.MustCompile(`hub listening on (http://127\.0\.0\.1:\d+)`)
 	deadline := time.Now().Add(20 * time.Second)

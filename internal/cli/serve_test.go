@@ -53,7 +53,7 @@ func TestServeAndRunThroughIt(t *testing.T) {
 	var out lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out})
+		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{Cache: testCache, In: strings.NewReader(""), Out: &out, Err: &out})
 	}()
 	deadline := time.Now().Add(20 * time.Second)
 	for !strings.Contains(out.String(), "listening on") {
@@ -118,7 +118,7 @@ func TestWorkflowThroughDaemon(t *testing.T) {
 	var out lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
+		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0"}, cli.IO{Cache: testCache, In: strings.NewReader(""), Out: &out, Err: &out, Getenv: func(k string) string { return env[k] }})
 	}()
 	t.Cleanup(func() {
 		cancel()

@@ -27,7 +27,7 @@ func serve(t *testing.T, home string) (*daemon.Client, *lockedBuffer) {
 	var out lockedBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{In: strings.NewReader(""), Out: &out, Err: &out})
+		done <- cli.Run(ctx, []string{"serve", "--addr", "127.0.0.1:0", "--home", home}, cli.IO{Cache: testCache, In: strings.NewReader(""), Out: &out, Err: &out})
 	}()
 	t.Cleanup(func() {
 		cancel()

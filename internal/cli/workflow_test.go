@@ -20,7 +20,7 @@ import (
 func stationEnv(t *testing.T, env map[string]string, args ...string) result {
 	t.Helper()
 	var out, errb bytes.Buffer
-	code := cli.Run(context.Background(), args, cli.IO{
+	code := cli.Run(context.Background(), args, cli.IO{Cache: testCache,
 		In: strings.NewReader(""), Out: &out, Err: &errb,
 		Getenv: func(k string) string { return env[k] },
 	})
