@@ -21,27 +21,12 @@ import (
 )
 
 // recorder collects decisions.
-type recorder struct {
-	mu sync.Mutex
-	ds []sandbox.Decision
-}
-
-func (r *recorder) Record(d sandbox.Decision) {
-	r.mu.Lock()
-	r.ds = append(r.ds, d)
-	r.mu.Unlock()
-}
-
-func (r *recorder) all() []sandbox.Decision {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]sandbox.Decision(nil), r.ds...)
-}
+type recorder struct{ fixture.Recorder }
 
 // summary renders the decisions one per line as "allow|deny target: reason".
 func (r *recorder) summary() string {
 	var b strings.Builder
-	for _, d := range r.all() {
+	for _, d := range r.All() {
 		verb := "deny"
 		if d.Allowed {
 			verb = "allow"
@@ -209,7 +194,7 @@ func TestGateAllowed(t *testing.T) {
 	if got := w.rec.summary(); got != want {
 		t.Errorf("decisions:\n%s\nwant:\n%s", got, want)
 	}
-	for _, d := range w.rec.all() {
+	for _, d := range w.rec.All() {
 		if d.Module != "dave/stripe-invoicing" || d.Command != "create-invoice" || d.Capability != sandbox.Network || d.Time.IsZero() {
 			t.Errorf("decision %+v: want module dave/stripe-invoicing, command create-invoice, capability network, a time", d)
 		}
@@ -332,7 +317,7 @@ func TestGateRefusals(t *testing.T) {
 		{url: "https://api.stripe.com/", headers: map[string][]string{"X-A:": {"v"}}, want: "invalid: not a valid token"},
 	}
 	for _, c := range cases {
-		before := len(w.rec.all())
+		before := len(w.rec.All())
 		_, err := g.Do(callCtx(t), &abi.HTTPRequest{Method: c.method, URL: c.url, Headers: c.headers})
 		var got string
 		var v *sandbox.Violation
@@ -356,7 +341,7 @@ func TestGateRefusals(t *testing.T) {
 		} else if got != c.want {
 			t.Errorf("%s %q: got %s, want %s", c.method, c.url, got, c.want)
 		}
-		ds := w.rec.all()[before:]
+		ds := w.rec.All()[before:]
 		if len(ds) != 1 || ds[0].Allowed || ds[0].Module != "dave/stripe-invoicing" || ds[0].Command != "create-invoice" {
 			t.Errorf("%s %q: decisions %+v, want one denial for the module and command", c.method, c.url, ds)
 		}
@@ -437,7 +422,7 @@ func TestGateAddresses(t *testing.T) {
 		if got := v.Target + ": " + v.Reason; got != want {
 			t.Errorf("%v: violation %q, want %q", c.answers, got, want)
 		}
-		ds := w.rec.all()
+		ds := w.rec.All()
 		if last := ds[len(ds)-1]; last.Allowed || last.Target+": "+last.Reason != want {
 			t.Errorf("%v: last decision %+v, want the denial", c.answers, last)
 		}
@@ -579,14 +564,12 @@ func TestGateRedirects(t *testing.T) {
 	}
 
 	// Every hop is a recorded decision.
-	w.rec.mu.Lock()
-	w.rec.ds = nil
-	w.rec.mu.Unlock()
+	w.rec.Reset()
 	if _, err := g.Do(callCtx(t), &abi.HTTPRequest{URL: "https://api.stripe.com/to-files"}); err != nil {
 		t.Fatal(err)
 	}
 	var requests []string
-	for _, d := range w.rec.all() {
+	for _, d := range w.rec.All() {
 		if !strings.Contains(d.Target, "(") {
 			requests = append(requests, d.Target+": "+d.Reason)
 		}
@@ -728,7 +711,7 @@ func TestGateIsolation(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	for _, d := range w.rec.all() {
+	for _, d := range w.rec.All() {
 		host := strings.SplitN(d.Target, ":", 2)[0]
 		want := map[string]bool{
 			"dave/stripe api.stripe.com": true, "dave/stripe api.groq.com": false,
@@ -884,7 +867,7 @@ func TestGateLimitsNameTheModule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			before := len(w.rec.all())
+			before := len(w.rec.All())
 			_, err := g.Do(callCtx(t), tt.req)
 			if !errors.Is(err, ErrTooLarge) {
 				t.Errorf("error = %v, want ErrTooLarge", err)
@@ -902,7 +885,7 @@ func TestGateLimitsNameTheModule(t *testing.T) {
 			if msg := err.Error(); !strings.Contains(msg, "module dave/stripe") || !strings.Contains(msg, strconv.FormatInt(tt.limit, 10)) {
 				t.Errorf("error %q does not name the module and the limit", msg)
 			}
-			recs := w.rec.all()[before:]
+			recs := w.rec.All()[before:]
 			last := recs[len(recs)-1]
 			if last.Allowed || last.Module != "dave/stripe" || last.Capability != sandbox.Network || last.Command != "create-invoice" || last.Target != le.Target || last.Reason != tt.reason {
 				t.Errorf("recorded %+v, want the refusal of %s", last, tt.name)
