@@ -25,15 +25,7 @@ func BenchmarkPlainExec(b *testing.B) {
 // namespaces, the launcher and its Landlock and seccomp confinement, the
 // group kill.
 func BenchmarkRun(b *testing.B) {
-	progs, err := Resolve([]string{"true"}, Operator{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := New(Options{Module: "bench/true", Programs: progs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { g.Close() })
+	g := systemGate(b, nil, []string{"true"}, Options{Module: "bench/true"})
 	ctx := sandbox.WithCall(context.Background(), &sandbox.Call{Module: "bench/true", Command: "bench"})
 	req := &abi.ProcessRequest{Argv: []string{"true"}}
 	for b.Loop() {
@@ -46,15 +38,7 @@ func BenchmarkRun(b *testing.B) {
 // BenchmarkPrepare is building a gate's Landlock ruleset, which New does
 // once and every child's launcher then enforces.
 func BenchmarkPrepare(b *testing.B) {
-	progs, err := Resolve([]string{"true"}, Operator{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	g, err := New(Options{Module: "bench/true", Programs: progs})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { g.Close() })
+	g := systemGate(b, nil, []string{"true"}, Options{Module: "bench/true"})
 	scratch := b.TempDir()
 	for b.Loop() {
 		r, err := g.conf.prepare(scratch)

@@ -21,7 +21,7 @@ import (
 )
 
 // systemGate builds a gate for programs on the default search path.
-func systemGate(t *testing.T, rec sandbox.Recorder, allow []string, o Options) *Gate {
+func systemGate(t testing.TB, rec sandbox.Recorder, allow []string, o Options) *Gate {
 	t.Helper()
 	progs, err := Resolve(allow, o.Operator)
 	if err != nil {
