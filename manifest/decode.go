@@ -31,6 +31,7 @@ type decoder struct {
 	granted    map[string]bool       // globs the operator granted (Options.GrantedGlobs)
 	grantedNet map[netgate.Rule]bool // network entries the operator granted (Options.GrantedNetwork)
 	home       string                // the operator's home directory (Options.Home)
+	resolve    func(string) string   // follows symbolic links (Options.Resolve), or nil
 	errs       []*Error              // the problems found, once decode returns
 }
 
@@ -386,7 +387,10 @@ func (d *decoder) checkGlob(s string) string {
 	if d.granted[s] {
 		return checkGlobSyntax(s)
 	}
-	return checkGlobAt(s, d.home)
+	if msg := checkGlobAt(s, d.home); msg != "" || d.resolve == nil {
+		return msg
+	}
+	return checkResolved(s, d.home, d.resolve)
 }
 
 // checkNetworkEntry validates one requires.network.allow entry. The network

@@ -303,3 +303,59 @@ func TestWildcardAboveTheOperatorsHome(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobsThroughSymbolicLinks: a glob is judged as the path it leads to.
+// A write root that is a symbolic link into the home's dot-directories, or
+// a home reached through a link, needs the grant the path it leads to needs.
+func TestGlobsThroughSymbolicLinks(t *testing.T) {
+	links := map[string]string{
+		"/srv/link":       "/home/ada/.ssh",
+		"/srv/cfg":        "/home/ada/.config",
+		"/srv/ada":        "/data/ada", // the operator's home is a link
+		"/srv/plain":      "/data/plain",
+		"/mnt/etc":        "/etc",
+		"/home/ada/notes": "/home/ada/.local/share/notes",
+	}
+	resolve := func(p string) string {
+		for from, to := range links {
+			if p == from {
+				return to
+			}
+			if rest, ok := strings.CutPrefix(p, from+"/"); ok {
+				return to + "/" + rest
+			}
+		}
+		return p
+	}
+	cases := []struct {
+		home, glob, want string // want: "" accepted, else a substring of the error
+	}{
+		{"/home/ada", "/srv/link/**", "leads through a symbolic link to /home/ada/.ssh"},
+		{"/home/ada", "/srv/link/id_ed25519", "leads through a symbolic link to /home/ada/.ssh/id_ed25519"},
+		{"/home/ada", "/srv/cfg/git/*.conf", "dot-directory"},
+		{"/home/ada", "/mnt/etc/**", "system directory /etc"},
+		{"/home/ada", "~/notes/**", "leads through a symbolic link to /home/ada/.local/share/notes"},
+		{"/srv/ada", "/data/ada/.ssh/**", "is inside your home directory /srv/ada, which is /data/ada"},
+		{"/srv/ada", "/data/ada/reports/**", ""},
+		{"/home/ada", "/srv/plain/out/**", ""},
+		{"/home/ada", "~/reports/**", ""},
+	}
+	for _, c := range cases {
+		for _, field := range []string{"filesystem_writes", "filesystem_reads"} {
+			doc := head + "requires:\n  " + field + ":\n    - " + yamlQuote(c.glob) + "\n"
+			_, err := ParseWith(FileName, []byte(doc), Options{Home: c.home, Resolve: resolve})
+			switch {
+			case c.want == "" && err != nil:
+				t.Errorf("%s %q (home %s): %v, want accepted", field, c.glob, c.home, err)
+			case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+				t.Errorf("%s %q (home %s): %v, want an error containing %q", field, c.glob, c.home, err, c.want)
+			}
+		}
+		if c.want != "" {
+			doc := head + "requires:\n  filesystem_writes:\n    - " + yamlQuote(c.glob) + "\n"
+			if _, err := ParseWith(FileName, []byte(doc), Options{Home: c.home, Resolve: resolve, GrantedGlobs: []string{c.glob}}); err != nil {
+				t.Errorf("%q with the operator's grant: %v", c.glob, err)
+			}
+		}
+	}
+}

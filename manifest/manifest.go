@@ -212,6 +212,13 @@ type Options struct {
 	// grant). "" judges only "~/" globs, and those under /home and /Users,
 	// that way.
 	Home string
+	// Resolve, if set, returns the directory a path leads to on this
+	// machine with symbolic links followed, or "" if it does not exist
+	// (the station passes filepath.EvalSymlinks). A glob whose leading
+	// directory, or the home directory, is reached through a link is
+	// judged again as the path it leads to: "/srv/link/**" with /srv/link
+	// pointing at ~/.ssh needs the grant that "~/.ssh/**" needs.
+	Resolve func(dir string) string
 }
 
 // ParseWith is Parse with the operator's grants.
@@ -219,7 +226,7 @@ func ParseWith(filename string, data []byte, o Options) (*Manifest, error) {
 	if len(data) > MaxFileSize {
 		return nil, &Error{File: filename, Msg: fmt.Sprintf("file is larger than %d bytes", MaxFileSize)}
 	}
-	d := &decoder{file: filename, granted: map[string]bool{}, grantedNet: map[netgate.Rule]bool{}, home: o.Home}
+	d := &decoder{file: filename, granted: map[string]bool{}, grantedNet: map[netgate.Rule]bool{}, home: o.Home, resolve: o.Resolve}
 	for _, g := range o.GrantedGlobs {
 		d.granted[g] = true
 	}

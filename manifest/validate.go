@@ -265,6 +265,48 @@ func GrantReason(s, home string) string {
 	return reason
 }
 
+// checkResolved judges the glob s again as the path it leads to on this
+// machine: its leading directory (the part before the first glob
+// character) with symbolic links followed, against the home directory as
+// written and as resolved. s passed checkGlobAt.
+func checkResolved(s, home string, resolve func(string) string) string {
+	lead := s
+	if i := strings.IndexAny(s, "*?[{"); i >= 0 {
+		lead = s[:strings.LastIndexByte(s[:i], '/')+1]
+	}
+	dir := strings.TrimSuffix(lead, "/")
+	if rest, ok := strings.CutPrefix(dir, "~"); ok && home != "" {
+		dir = home + rest
+	}
+	homes := []string{home}
+	if home != "" {
+		if h := resolve(home); h != "" && h != home {
+			homes = append(homes, h)
+		}
+	}
+	real := ""
+	if dir != "" {
+		real = resolve(dir)
+	}
+	for _, h := range homes {
+		judged, via := s, ""
+		if real != "" && real != dir {
+			judged, via = real+"/"+strings.TrimPrefix(s[len(lead):], "/"), real
+			judged = strings.TrimSuffix(judged, "/")
+		}
+		if via == "" && h == home {
+			continue // judged as written already
+		}
+		if msg := checkGlobAt(judged, h); msg != "" {
+			if via != "" {
+				return fmt.Sprintf("leads through a symbolic link to %s: %s", via, msg)
+			}
+			return fmt.Sprintf("is inside your home directory %s, which is %s: %s", home, h, msg)
+		}
+	}
+	return ""
+}
+
 // globBreadth returns, for a glob that passed checkGlobSyntax, what is
 // wrong with a manifest asking for it on its own (msg) and the reason an
 // approval shows when the operator grants it; both "" for an ordinary glob.

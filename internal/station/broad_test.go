@@ -75,3 +75,48 @@ func TestBroadGrantsNeedTheOperator(t *testing.T) {
 		}
 	}
 }
+
+// TestWriteRootThroughASymbolicLink: a write root that is a symbolic link
+// into the home's dot-directories needs the grant the directory it leads to
+// needs — at install, and again at load if the link is planted afterwards.
+func TestWriteRootThroughASymbolicLink(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	elsewhere := t.TempDir()
+	link := filepath.Join(elsewhere, "keys")
+	if err := os.Symlink(filepath.Join(home, ".ssh"), link); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpts{})
+	wasm := probe.Wasm(t)
+	dir := e.moduleDir(moduleSpec{id: "test/keys", writes: []string{link + "/**"}}, wasm)
+	if err := e.tryInstall(dir); err == nil || !strings.Contains(err.Error(), "leads through a symbolic link to "+filepath.Join(home, ".ssh")) {
+		t.Fatalf("install with a write root linked to ~/.ssh: %v, want a refusal naming where it leads", err)
+	}
+
+	// Installed while it was a plain directory, refused once it is a link.
+	plain := filepath.Join(elsewhere, "out")
+	if err := os.Mkdir(plain, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	dir = e.moduleDir(moduleSpec{id: "test/out", writes: []string{plain + "/**"}}, wasm)
+	if err := e.tryInstall(dir); err != nil {
+		t.Fatalf("install with a plain write root: %v", err)
+	}
+	e.reopen()
+	if err := os.Remove(plain); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(home, ".ssh"), plain); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Run(t.Context(), "test/out", probe.Command, probe.Run(probe.Write(plain+"/authorized_keys", "ssh-ed25519 AAAA evil"))); err == nil || !strings.Contains(err.Error(), "leads through a symbolic link") {
+		t.Fatalf("run after the write root became a link into ~/.ssh: %v, want a refusal at load", err)
+	}
+	if _, err := os.Stat(filepath.Join(home, ".ssh", "authorized_keys")); err == nil {
+		t.Fatal("the module wrote ~/.ssh/authorized_keys")
+	}
+}

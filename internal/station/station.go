@@ -156,7 +156,18 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 // directory.
 func (s *Station) ParseManifest(filename string, data []byte) (*manifest.Manifest, error) {
 	home, _ := os.UserHomeDir()
-	return manifest.ParseWith(filename, data, manifest.Options{GrantedGlobs: s.Config.Filesystem.Grant, GrantedNetwork: s.Config.Network.Grant, Home: home})
+	return manifest.ParseWith(filename, data, manifest.Options{GrantedGlobs: s.Config.Filesystem.Grant, GrantedNetwork: s.Config.Network.Grant,
+		Home: home, Resolve: realDir})
+}
+
+// realDir is p with symbolic links followed, or "" if it cannot be
+// resolved (manifest.Options.Resolve).
+func realDir(p string) string {
+	r, err := filepath.EvalSymlinks(p)
+	if err != nil {
+		return ""
+	}
+	return r
 }
 
 // Close unloads modules, flushes the audit log and closes the store.
