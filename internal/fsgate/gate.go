@@ -1,6 +1,7 @@
 package fsgate
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -62,6 +63,21 @@ type Options struct {
 	// QuotaBytes bounds how many bytes the module's files may grow by, in
 	// total over all its instances; 0 means DefaultQuotaBytes.
 	QuotaBytes int64
+	// Entries bounds how many names its operations may have created, net
+	// of the ones they removed; 0 means DefaultEntries.
+	Entries int64
+	// OpenFiles bounds the files all its instances hold open at once, and
+	// OpenFilesPerInstance those of one instance; 0 means DefaultOpenFiles
+	// and DefaultOpenFilesPerInstance.
+	OpenFiles, OpenFilesPerInstance int64
+	// Account counts what the module's files take; the host shares one
+	// between the gates of a module's versions and stores it, so that the
+	// quota and the entry limit hold across upgrades and restarts. Nil
+	// means a new account, starting at zero.
+	Account *Account
+	// Descriptors is the budget every module's open files share; nil means
+	// ProcessDescriptors().
+	Descriptors *Descriptors
 }
 
 // Hooks connect one wazero instance's filesystem to the call it serves.
@@ -73,6 +89,9 @@ type Hooks struct {
 	// Denied is called with every denial made while serving the instance,
 	// so that the host can report it if the call fails.
 	Denied func(*sandbox.Violation)
+	// Limited is called with every refusal over a limit (open files,
+	// entries) made while serving the instance, as Denied is.
+	Limited func(*sandbox.LimitError)
 	// Blocked reports whether every file operation is refused right now:
 	// the host refuses them while the module's start function runs, before
 	// any call (and so before an install is approved).
@@ -103,11 +122,17 @@ type Gate struct {
 	// the type of what a rename moves cannot change in between (see
 	// Rename).
 	ns sync.RWMutex
-	// sizeMu guards used and serializes the operations that change file
-	// sizes, so that the quota counts exactly what this module's instances
-	// did.
-	sizeMu sync.Mutex
-	used   int64
+	// acct counts what the module's files take, shared with the gates of
+	// its other versions still loaded; its lock serializes the operations
+	// that change file sizes, so that the quota counts exactly what this
+	// module's instances did.
+	acct       *Account
+	maxEntries int64
+
+	open            budget // files open over all instances
+	openFiles       int64
+	openPerInstance int64
+	fds             *Descriptors
 }
 
 // root is one mount root as computed by New.
@@ -133,8 +158,13 @@ func New(o Options) (*Gate, error) {
 		return nil, errors.New("fsgate: a module id is required")
 	}
 	fail := func(err error) error { return fmt.Errorf("fsgate: module %s: %w", o.Module, err) }
-	if o.QuotaBytes < 0 {
-		return nil, fail(fmt.Errorf("quota %d is negative", o.QuotaBytes))
+	for _, n := range []struct {
+		name string
+		v    int64
+	}{{"quota", o.QuotaBytes}, {"entry limit", o.Entries}, {"open-file limit", o.OpenFiles}, {"per-instance open-file limit", o.OpenFilesPerInstance}} {
+		if n.v < 0 {
+			return nil, fail(fmt.Errorf("%s %d is negative", n.name, n.v))
+		}
 	}
 	pol, err := compilePolicy(o.Writes, o.Reads)
 	if err != nil {
@@ -144,14 +174,23 @@ func New(o Options) (*Gate, error) {
 		module:    o.Module,
 		pol:       pol,
 		rec:       o.Recorder,
-		quota:     o.QuotaBytes,
+		quota:     cmp.Or(o.QuotaBytes, DefaultQuotaBytes),
 		writeGlob: slices.Clone(o.Writes),
+		acct:      o.Account,
+
+		maxEntries:      cmp.Or(o.Entries, DefaultEntries),
+		openFiles:       cmp.Or(o.OpenFiles, DefaultOpenFiles),
+		openPerInstance: cmp.Or(o.OpenFilesPerInstance, DefaultOpenFilesPerInstance),
+		fds:             o.Descriptors,
+	}
+	if g.acct == nil {
+		g.acct = NewAccount(Usage{})
+	}
+	if g.fds == nil {
+		g.fds = ProcessDescriptors()
 	}
 	if g.rec == nil {
 		g.rec = sandbox.Discard
-	}
-	if g.quota == 0 {
-		g.quota = DefaultQuotaBytes
 	}
 
 	type protected struct{ declared, real string }

@@ -66,9 +66,10 @@ func (g *Gate) FS(h Hooks) (experimentalsys.FS, error) {
 		}
 		g.opened = opened
 	}
-	r := &rootFS{g: g, hooks: h, mounts: make([]*mountFS, len(g.opened))}
+	inst := &instanceState{}
+	r := &rootFS{g: g, hooks: h, inst: inst, mounts: make([]*mountFS, len(g.opened))}
 	for i, o := range g.opened {
-		r.mounts[i] = &mountFS{g: g, root: o, hooks: h}
+		r.mounts[i] = &mountFS{g: g, root: o, hooks: h, inst: inst}
 	}
 	return r, nil
 }
@@ -103,6 +104,7 @@ type mountFS struct {
 	g     *Gate
 	root  *openRoot
 	hooks Hooks
+	inst  *instanceState // shared by the instance's mounts
 }
 
 // host returns the host path of a clean relative path.
@@ -395,7 +397,8 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 	// Look before opening, so that a FIFO or a device is never opened (an
 	// open can block, or have effects of its own). The descriptor is
 	// checked again below: this look only avoids the common case.
-	if st, e := fstatat(a.dir, a.name); e == 0 {
+	st, lookErr := fstatat(a.dir, a.name)
+	if lookErr == 0 {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG, unix.S_IFDIR:
 		case unix.S_IFLNK:
@@ -412,8 +415,36 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 		}
 	}
 
+	// A descriptor is held from here; an entry too if the open may create
+	// the file. Such an open is made exclusive, so that the entry is
+	// counted only if it really created it; when the guest did not ask for
+	// O_EXCL and the file appeared meanwhile, it opens the existing file.
+	if e := m.takeFD(abs); e != 0 {
+		return nil, nil, e
+	}
+	kept, created := false, false
+	defer func() {
+		if !kept {
+			m.putFD()
+		}
+	}()
+	if flag&experimentalsys.O_CREAT != 0 && lookErr != 0 {
+		if e := m.takeEntry(abs); e != 0 {
+			return nil, nil, e
+		}
+		created = true
+		defer func() {
+			if !kept || !created {
+				m.g.putEntry()
+			}
+		}()
+	}
 	raced("open", a.rel)
-	fd, err := openat(a.dir, a.name, oflags, uint32(perm.Perm()))
+	fd, err := openat(a.dir, a.name, oflags|exclIf(created), uint32(perm.Perm()))
+	if err == unix.EEXIST && created && !exclusive {
+		created = false
+		fd, err = openat(a.dir, a.name, oflags&^unix.O_CREAT, uint32(perm.Perm()))
+	}
 	switch {
 	case err == unix.ELOOP && follow: // it became a symbolic link since the look
 		l, e := lastLink(a)
@@ -423,7 +454,6 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 	case err != nil:
 		return nil, nil, experimentalsys.UnwrapOSError(err)
 	}
-	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return nil, nil, experimentalsys.UnwrapOSError(err)
@@ -449,7 +479,16 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 	if write {
 		m.allow(abs, openReason(flag)+" (allowed by "+c.glob+")")
 	}
+	kept = true
 	return newFile(m, fd, a.rel, c.glob, &st, flag), nil, 0
+}
+
+// exclIf is O_EXCL when an open must create its file.
+func exclIf(create bool) int {
+	if create {
+		return unix.O_EXCL
+	}
+	return 0
 }
 
 // openat is unix.Openat retried on EINTR.
@@ -642,10 +681,16 @@ func (m *mountFS) mkdir(rel string, mustDir bool, perm fs.FileMode) errno {
 		if a.name == "." {
 			return experimentalsys.EEXIST
 		}
+		if e := m.takeEntry(m.host(a.rel)); e != 0 {
+			return e
+		}
 		c.allowed(a.rel, "mkdir")
 		e := experimentalsys.UnwrapOSError(unix.Mkdirat(a.dir, slashed(a.name, mustDir), uint32(perm.Perm())))
 		if e == experimentalsys.ENOTDIR {
 			e = experimentalsys.ENOENT
+		}
+		if e != 0 {
+			m.g.putEntry()
 		}
 		return e
 	})
@@ -660,7 +705,11 @@ func (m *mountFS) rmdir(rel string, mustDir bool) errno {
 			return c.refuse(a.rel, "is the root of a mount")
 		}
 		c.allowed(a.rel, "rmdir")
-		return experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, slashed(a.name, mustDir), unix.AT_REMOVEDIR))
+		e := experimentalsys.UnwrapOSError(unix.Unlinkat(a.dir, slashed(a.name, mustDir), unix.AT_REMOVEDIR))
+		if e == 0 {
+			m.g.putEntry()
+		}
+		return e
 	})
 }
 
@@ -675,8 +724,8 @@ func (m *mountFS) unlink(rel string, mustDir bool) errno {
 			return c.refuse(a.rel, "is the root of a mount")
 		}
 		c.allowed(a.rel, "unlink")
-		m.g.sizeMu.Lock() // the recorder is not called with it held: it may block
-		defer m.g.sizeMu.Unlock()
+		m.g.acct.mu.Lock() // the recorder is not called with it held: it may block
+		defer m.g.acct.mu.Unlock()
 		st, e := fstatat(a.dir, a.name)
 		if e != 0 {
 			return e
@@ -688,6 +737,7 @@ func (m *mountFS) unlink(rel string, mustDir bool) errno {
 			return e
 		}
 		m.g.credit(&st)
+		m.g.putEntry()
 		return 0
 	})
 }
@@ -766,14 +816,15 @@ func (g *Gate) rename(from, to end) errno {
 			}
 		}
 		cf.allowed(af.rel, "rename")
-		g.sizeMu.Lock()
-		defer g.sizeMu.Unlock()
+		g.acct.mu.Lock()
+		defer g.acct.mu.Unlock()
 		st, replaced := fstatat(at.dir, at.name)
 		if e := experimentalsys.UnwrapOSError(unix.Renameat(af.dir, slashed(af.name, from.mustDir), at.dir, slashed(at.name, to.mustDir))); e != 0 {
 			return e
 		}
 		if replaced == 0 && (st.Dev != sf.Dev || st.Ino != sf.Ino) {
 			g.credit(&st)
+			g.putEntry() // the name it replaced
 		}
 		return 0
 	})
@@ -813,8 +864,15 @@ func (g *Gate) link(oldPath, newPath end) errno {
 		if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink > 1 {
 			return co.refuse(ao.rel, hardLinks(uint64(st.Nlink)))
 		}
+		if e := cn.m.takeEntry(cn.m.host(an.rel)); e != 0 {
+			return e
+		}
 		co.allowed(ao.rel, "link")
-		return experimentalsys.UnwrapOSError(unix.Linkat(ao.dir, ao.name, an.dir, slashed(an.name, newPath.mustDir), 0))
+		e = experimentalsys.UnwrapOSError(unix.Linkat(ao.dir, ao.name, an.dir, slashed(an.name, newPath.mustDir), 0))
+		if e != 0 {
+			g.putEntry()
+		}
+		return e
 	})
 }
 
@@ -839,8 +897,15 @@ func (m *mountFS) symlink(target, rel string, mustDir bool) errno {
 		if _, ok := l.follow(); !ok {
 			return m.deny(m.host(a.rel), "is a symlink whose target ("+sandbox.SanitizeLimit(target, 64)+") leaves the mount", experimentalsys.EPERM)
 		}
+		if e := m.takeEntry(m.host(a.rel)); e != 0 {
+			return e
+		}
 		c.allowed(a.rel, "symlink to "+sandbox.SanitizeLimit(target, 64))
-		return experimentalsys.UnwrapOSError(unix.Symlinkat(target, a.dir, slashed(a.name, mustDir)))
+		e := experimentalsys.UnwrapOSError(unix.Symlinkat(target, a.dir, slashed(a.name, mustDir)))
+		if e != 0 {
+			m.g.putEntry()
+		}
+		return e
 	})
 }
 

@@ -11,15 +11,15 @@ import (
 // The quota counts the logical size of regular files: what the module's
 // writes and size changes add, less what its truncations, unlinks and
 // renames over a file take away (never below zero). Everything that changes
-// a size holds g.sizeMu from reading the size to changing it, so the count
+// a size holds g.acct.mu from reading the size to changing it, so the count
 // is exact for this module's own operations. See docs/filesystem.md.
 
 // resize sets the size of the open regular file fd, within the quota.
 // A non-empty over is the reason the quota refused it; nothing was changed
 // then.
 func (g *Gate) resize(fd int, size int64) (over string, e errno) {
-	g.sizeMu.Lock()
-	defer g.sizeMu.Unlock()
+	g.acct.mu.Lock()
+	defer g.acct.mu.Unlock()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return "", experimentalsys.UnwrapOSError(err)
@@ -41,8 +41,8 @@ func (g *Gate) resize(fd int, size int64) (over string, e errno) {
 // offset when off < 0, or at the end when appending), within the quota.
 // A non-empty over is the reason the quota refused it.
 func (g *Gate) write(fd int, b []byte, off int64, appending bool) (n int, over string, e errno) {
-	g.sizeMu.Lock()
-	defer g.sizeMu.Unlock()
+	g.acct.mu.Lock()
+	defer g.acct.mu.Unlock()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return 0, "", experimentalsys.UnwrapOSError(err)
@@ -85,24 +85,29 @@ func (g *Gate) write(fd int, b []byte, off int64, appending bool) (n int, over s
 }
 
 // credit returns to the quota the bytes of a regular file whose last link
-// is gone. g.sizeMu must be held.
+// is gone. g.acct.mu must be held.
 func (g *Gate) credit(st *unix.Stat_t) {
 	if st.Mode&unix.S_IFMT == unix.S_IFREG && st.Nlink == 1 {
 		g.add(-st.Size)
 	}
 }
 
-// fits reports whether grow more bytes stay within the quota. g.sizeMu must
+// fits reports whether grow more bytes stay within the quota. g.acct.mu must
 // be held.
-func (g *Gate) fits(grow int64) bool { return grow <= g.quota-g.used }
+func (g *Gate) fits(grow int64) bool { return grow <= g.quota-g.acct.used }
 
-// add changes the bytes in use. g.sizeMu must be held.
-func (g *Gate) add(n int64) { g.used = max(0, g.used+n) }
+// add changes the bytes in use. g.acct.mu must be held.
+func (g *Gate) add(n int64) {
+	if n != 0 {
+		g.acct.used = max(0, g.acct.used+n)
+		g.acct.gen.Add(1)
+	}
+}
 
-// quotaReason is the reason of a denial by the quota. g.sizeMu must be
+// quotaReason is the reason of a denial by the quota. g.acct.mu must be
 // held.
 func (g *Gate) quotaReason() string {
-	return fmt.Sprintf("would exceed its disk quota of %s (%s in use)", humanBytes(g.quota), humanBytes(g.used))
+	return fmt.Sprintf("would exceed its disk quota of %s (%s in use)", humanBytes(g.quota), humanBytes(g.acct.used))
 }
 
 // humanBytes renders n bytes for a person.

@@ -22,7 +22,15 @@ type rootFS struct {
 	experimentalsys.UnimplementedFS
 	g      *Gate
 	hooks  Hooks
+	inst   *instanceState
 	mounts []*mountFS // by path, none inside another
+}
+
+// limitErrno implements limiter: the WASI error number of the refusal
+// over a limit the instance's last operation returned, if any.
+func (r *rootFS) limitErrno() (uint32, bool) {
+	n := r.inst.pending.Swap(0)
+	return n, n != 0
 }
 
 var _ experimentalsys.FS = (*rootFS)(nil)

@@ -118,6 +118,8 @@ type pathFunc struct {
 
 // Call implements api.GoModuleFunction.
 func (f *pathFunc) Call(ctx context.Context, mod api.Module, stack []uint64) {
+	var params [8]uint64 // the stack holds the results after the call
+	copy(params[:], stack)
 	if mem := mod.Memory(); mem != nil {
 		for _, p := range f.paths {
 			raw, ok := mem.Read(uint32(stack[p.ptr]), uint32(stack[p.len]))
@@ -136,6 +138,23 @@ func (f *pathFunc) Call(ctx context.Context, mod api.Module, stack []uint64) {
 		}
 	}
 	f.orig.Call(ctx, mod, stack)
+	if uint32(stack[0]) == wasiEIO && len(f.paths) > 0 {
+		// Perhaps a refusal over a limit, which wazero turned into EIO:
+		// answer the error number the gate meant.
+		if fsys, _, _, ok := dirEntry(mod, int32(params[f.paths[0].fd])); ok {
+			if l, ok := fsys.(limiter); ok {
+				if n, ok := l.limitErrno(); ok {
+					stack[0] = uint64(n)
+				}
+			}
+		}
+	}
+}
+
+// limiter is the gate's file system: it tells the WASI error number of a
+// refusal over a limit that wazero could only answer as EIO.
+type limiter interface {
+	limitErrno() (uint32, bool)
 }
 
 // runtimeRefuses returns why wazero's WASI layer refuses the path p before

@@ -1,0 +1,67 @@
+package fsgate
+
+import (
+	"fmt"
+
+	"github.com/station-dev/station/internal/sandbox"
+)
+
+// limited records a refusal over a limit for the instance with hooks h, sets
+// the WASI error number it reaches the guest as, and returns e.
+func (g *Gate) limited(h Hooks, inst *instanceState, target, reason string, limit int64, wasi uint32, e errno) errno {
+	le := sandbox.Exceed(g.module, sandbox.Filesystem, target, reason, limit, nil)
+	g.rec.Record(le.Decision(h.call()))
+	if h.Limited != nil {
+		h.Limited(le)
+	}
+	if inst != nil {
+		inst.pending.Store(wasi)
+	}
+	return e
+}
+
+// takeFD holds a descriptor for a file the instance is about to open:
+// within its own budget, its module's and the process's. It returns a
+// non-zero error number, after recording the refusal, if one of them is
+// spent.
+func (m *mountFS) takeFD(target string) errno {
+	g := m.g
+	if !m.inst.open.take(g.openPerInstance) {
+		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d open files per instance (filesystem.open_files_per_instance); close the files it no longer needs", g.openPerInstance), g.openPerInstance, wasiEMFILE, errTooManyOpen)
+	}
+	if !g.open.take(g.openFiles) {
+		m.inst.open.put()
+		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d open files over all its instances (filesystem.open_files)", g.openFiles), g.openFiles, wasiEMFILE, errTooManyOpen)
+	}
+	if d := g.fds; d.used.Add(1) > d.limit {
+		d.used.Add(-1)
+		g.open.put()
+		m.inst.open.put()
+		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed the %d descriptors all modules share (the process limit less the station's reserve)", d.limit), d.limit, wasiENFILE, errTooManyOpen)
+	}
+	return 0
+}
+
+// putFD returns a descriptor taken by takeFD.
+func (m *mountFS) putFD() {
+	m.g.fds.used.Add(-1)
+	m.g.open.put()
+	m.inst.open.put()
+}
+
+// takeEntry holds one more name for an operation about to create one,
+// within the module's limit; it returns a non-zero error number, after
+// recording the refusal, if the limit is reached.
+func (m *mountFS) takeEntry(target string) errno {
+	g := m.g
+	for {
+		n := g.acct.entries.Load()
+		if n >= g.maxEntries {
+			return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d files and directories (filesystem.entries; %d in use)", g.maxEntries, n), g.maxEntries, wasiEDQUOT, errQuota)
+		}
+		if g.acct.entries.CompareAndSwap(n, n+1) {
+			g.acct.gen.Add(1)
+			return 0
+		}
+	}
+}
