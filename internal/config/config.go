@@ -75,6 +75,14 @@ type Filesystem struct {
 	// Quota bounds how many bytes each module's files may grow by; 0 means
 	// the filesystem gate's default (256MiB).
 	Quota uint64
+	// Entries bounds how many files, directories and links each module may
+	// have created (net of those it removed); 0 means the gate's default
+	// (fsgate.DefaultEntries).
+	Entries int
+	// OpenFiles bounds the files all of a module's instances hold open at
+	// once, and OpenFilesPerInstance those of one instance; 0 means the
+	// gate's defaults (fsgate.DefaultOpenFiles, DefaultOpenFilesPerInstance).
+	OpenFiles, OpenFilesPerInstance int
 }
 
 // Subprocess holds the operator's settings for modules that start programs.

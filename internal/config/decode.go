@@ -110,6 +110,11 @@ func (d *decoder) config(data []byte) *Config {
 					})
 				}},
 				{"quota", func(v *yaml.Node) { d.size(v, "filesystem.quota", &c.Filesystem.Quota) }},
+				{"entries", func(v *yaml.Node) { d.count(v, "filesystem.entries", 1, 10_000_000, &c.Filesystem.Entries) }},
+				{"open_files", func(v *yaml.Node) { d.count(v, "filesystem.open_files", 1, 65536, &c.Filesystem.OpenFiles) }},
+				{"open_files_per_instance", func(v *yaml.Node) {
+					d.count(v, "filesystem.open_files_per_instance", 1, 65536, &c.Filesystem.OpenFilesPerInstance)
+				}},
 			})
 		}},
 	})
@@ -314,6 +319,14 @@ func (d *decoder) limits(n *yaml.Node, l *Limits) {
 			}
 		}},
 	})
+}
+
+// count decodes a whole number in [lo, hi].
+func (d *decoder) count(n *yaml.Node, path string, lo, hi int, out *int) {
+	if v, ok := d.Int(n, path, lo, hi); ok {
+		*out = v
+		d.explicit[path] = n
+	}
 }
 
 // size decodes a memory size with the manifest's syntax and bounds, rounded
