@@ -4,6 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
 // The budgets a gate enforces besides its policy and its byte quota. See
@@ -199,4 +201,13 @@ type Limits struct {
 	Entries              int64 `json:"entries"`
 	OpenFiles            int64 `json:"open_files"`
 	OpenFilesPerInstance int64 `json:"open_files_per_instance"`
+}
+
+// OpenIn returns how many files the instance whose file system is fsys (from
+// Gate.FS) holds open; 0 for any other file system.
+func OpenIn(fsys experimentalsys.FS) int64 {
+	if r, ok := fsys.(interface{ held() int64 }); ok {
+		return r.held()
+	}
+	return 0
 }

@@ -26,6 +26,8 @@ type rootFS struct {
 	mounts []*mountFS // by path, none inside another
 }
 
+func (r *rootFS) held() int64 { return r.inst.open.n.Load() }
+
 // limitErrno implements limiter: the WASI error number of the refusal
 // over a limit the instance's last operation returned, if any.
 func (r *rootFS) limitErrno() (uint32, bool) {

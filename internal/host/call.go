@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/sandbox"
 )
 
@@ -235,8 +236,17 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if ctx.Err() != nil || inst.mod.IsClosed() {
 		inst.dead = true // the deadline may have closed it as it returned
 	}
+	if inst.fsys != nil && fsgate.OpenIn(inst.fsys) > 0 {
+		// It kept files open past its call: close it, and them, rather
+		// than pool descriptors no call is using (RATIONALE.md, "Why is an
+		// instance that holds files not pooled?").
+		inst.dead = true
+	}
 	st.reset()
 	inst.sleepCtx = nil
+	if m.acct != nil {
+		m.h.changed(m.acct)
+	}
 	if inst.dead || m.limits.Fresh {
 		inst.close()
 	} else {

@@ -86,6 +86,15 @@ type Options struct {
 	// FilesystemQuota bounds the bytes each module's files may grow by
 	// (0: the filesystem gate's default).
 	FilesystemQuota int64
+	// FilesystemEntries bounds the names each module's operations may
+	// have created, net of those removed; FilesystemOpenFiles and
+	// FilesystemOpenFilesPerInstance bound the files a module's instances
+	// hold open together and each. Zero: the filesystem gate's defaults.
+	FilesystemEntries, FilesystemOpenFiles, FilesystemOpenFilesPerInstance int64
+	// Usage stores what each module's files take, so that its quota and
+	// entry limit hold across restarts; nil keeps it for the host's life
+	// only (while the module is loaded).
+	Usage UsageStore
 	// Exec returns the operator's subprocess settings, computed when a
 	// module is loaded (so that write grants installed since are excluded).
 	// Protected directories and every write root of the module are added to
@@ -129,6 +138,13 @@ type Host struct {
 	modules atomic.Pointer[map[string]*Module] // copy-on-write: Call never locks
 	live    map[*Module]bool                   // every module not yet closed, retired ones included (h.mu)
 	closed  bool
+
+	accMu     sync.Mutex
+	accounts  map[string]*account // by module id, while a version is loaded (accMu)
+	dirty     chan *account       // accounts whose usage is to be saved
+	stop      chan struct{}       // closed by Close: the saver returns
+	stopOnce  sync.Once
+	saverDone chan struct{}
 }
 
 // New returns a Host.
@@ -156,6 +172,15 @@ func New(opts Options) (*Host, error) {
 	empty := map[string]*Module{}
 	h.modules.Store(&empty)
 	h.live = map[*Module]bool{}
+	h.accounts = map[string]*account{}
+	h.dirty = make(chan *account, 64)
+	h.stop = make(chan struct{})
+	h.saverDone = make(chan struct{})
+	if opts.Usage != nil {
+		go h.saver()
+	} else {
+		close(h.saverDone)
+	}
 	return h, nil
 }
 
@@ -280,11 +305,18 @@ func (h *Host) Close(ctx context.Context) error {
 	for m := range live {
 		<-m.done
 	}
+	h.stopOnce.Do(func() { close(h.stop) })
+	<-h.saverDone
 	if h.ownsCache {
 		return h.cache.Close(ctx)
 	}
 	return nil
 }
+
+// ResolveLimits returns the limits a module with manifest limits ml runs
+// under: the manifest's, else the operator's defaults, else the host's;
+// an error if the manifest asks for more than the operator's maxima.
+func (h *Host) ResolveLimits(ml manifest.Limits) (Limits, error) { return h.resolveLimits(ml) }
 
 func (h *Host) resolveLimits(ml manifest.Limits) (Limits, error) {
 	d := h.opts.Limits

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
@@ -47,6 +48,7 @@ type Module struct {
 	net   *netgate.Gate
 	allow *netgate.Allowlist
 	fs    *fsgate.Gate   // nil: nothing is mounted
+	acct  *account       // what its files take; nil when nothing is mounted
 	exec  *execgate.Gate // nil: no process_run import is linked
 	llm   *LLMGrant      // nil: no llm_complete import is linked
 
@@ -124,13 +126,21 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		if err != nil {
 			return nil, fmt.Errorf("requires.filesystem_reads: %w", err)
 		}
+		if m.acct, err = h.account(ctx, man.ID); err != nil {
+			m.closeGates()
+			return nil, err
+		}
 		m.fs, err = fsgate.New(fsgate.Options{
-			Module:     man.ID,
-			Writes:     writes,
-			Reads:      reads,
-			Protected:  h.opts.Protected,
-			Recorder:   h.rec,
-			QuotaBytes: h.opts.FilesystemQuota,
+			Module:               man.ID,
+			Writes:               writes,
+			Reads:                reads,
+			Protected:            h.opts.Protected,
+			Recorder:             h.rec,
+			QuotaBytes:           h.opts.FilesystemQuota,
+			Entries:              h.opts.FilesystemEntries,
+			OpenFiles:            h.opts.FilesystemOpenFiles,
+			OpenFilesPerInstance: h.opts.FilesystemOpenFilesPerInstance,
+			Account:              m.acct.acct,
 		})
 		if err != nil {
 			m.closeGates()
@@ -304,6 +314,9 @@ type instance struct {
 	// stack holds station_call's parameters and result (calls on an
 	// instance never overlap).
 	stack [2]uint64
+	// fsys is the instance's view of the host's files (nil when nothing
+	// is mounted).
+	fsys experimentalsys.FS
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
@@ -332,11 +345,17 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 					inst.st.violation = v
 				}
 			},
+			Limited: func(le *sandbox.LimitError) {
+				if inst.st.limit == nil {
+					inst.st.limit = le
+				}
+			},
 			Blocked: func() bool { return inst.initializing },
 		})
 		if err != nil {
 			return nil, fmt.Errorf("module %s: mount: %w", m.id, err)
 		}
+		inst.fsys = fsys
 		cfg = cfg.WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, "/"))
 	}
 	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
@@ -542,6 +561,10 @@ func (m *Module) closeGates() {
 	}
 	if m.fs != nil {
 		m.fs.Close()
+	}
+	if m.acct != nil {
+		m.h.release(m.acct)
+		m.acct = nil
 	}
 }
 

@@ -141,6 +141,10 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	}
 	hopts.HomeDir, _ = os.UserHomeDir()
 	hopts.FilesystemQuota = int64(cfg.Filesystem.Quota)
+	hopts.FilesystemEntries = int64(cfg.Filesystem.Entries)
+	hopts.FilesystemOpenFiles = int64(cfg.Filesystem.OpenFiles)
+	hopts.FilesystemOpenFilesPerInstance = int64(cfg.Filesystem.OpenFilesPerInstance)
+	hopts.Usage = st
 	hopts.Exec = func() execgate.Operator { return execOperator(context.Background(), cfg, home, st) }
 	h, err := host.New(hopts)
 	if err != nil {

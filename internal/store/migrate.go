@@ -22,6 +22,9 @@ import (
 //     (where each hub-installed module came from), hub_teams (memberships
 //     with the last applied lockfile revision), hub_pending (team changes
 //     that wait for the operator's approval). See hub.go.
+//   - 5: module_usage (what each module's files take: bytes grown and
+//     names created, so that the quota and the entry limit hold across
+//     restarts). See usage.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -149,11 +152,18 @@ var migrations = []string{
 		recorded_at     INTEGER NOT NULL,
 		PRIMARY KEY (team, module)
 	) STRICT;`,
+	// 5
+	`CREATE TABLE module_usage (
+		module     TEXT PRIMARY KEY NOT NULL,
+		bytes      INTEGER NOT NULL,
+		entries    INTEGER NOT NULL,
+		updated_at INTEGER NOT NULL -- Unix nanoseconds, UTC
+	) STRICT;`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {
