@@ -109,6 +109,10 @@ const (
 	modUp     = "atk/up"     // reinstalled with fewer permissions by a case
 )
 
+// entriesLimit is the stations' filesystem.entries: small, so that a flood
+// of files reaches it quickly.
+const entriesLimit = 3000
+
 func newWorld(t *testing.T, strict bool) *world {
 	t.Helper()
 	w := &world{t: t, home: t.TempDir(), ca: fixture.NewCA(t), srv: map[string]*fixture.Server{},
@@ -235,7 +239,7 @@ func newWorld(t *testing.T, strict bool) *world {
 	if !strict {
 		fmt.Fprintf(&cfg, "  allow_private: [127.0.0.0/8]\n")
 	}
-	fmt.Fprintf(&cfg, "filesystem:\n  quota: 1MiB\n")
+	fmt.Fprintf(&cfg, "filesystem:\n  quota: 1MiB\n  entries: %d\n", entriesLimit)
 	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}

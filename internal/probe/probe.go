@@ -57,37 +57,39 @@ const (
 
 // Ops, the values of Action.Op.
 const (
-	OpHTTP     = "http"     // Method, URL, Headers, Body
-	OpSpawn    = "spawn"    // Action, Wait
-	OpCollect  = "collect"  // WaitMS
-	OpSeq      = "seq"      // Actions, run in order
-	OpRaw      = "raw"      // Import, Args, Data, Read
-	OpAlloc    = "alloc"    // Bytes, Keep
-	OpLoop     = "loop"     // spins until the station stops the call
-	OpPanic    = "panic"    // Message
-	OpTrap     = "trap"     // an out-of-bounds memory access: a real wasm trap
-	OpExit     = "exit"     // Code: os.Exit, that is WASI proc_exit
-	OpOutput   = "output"   // Bytes
-	OpSleep    = "sleep"    // MS
-	OpLog      = "log"      // Message, Level
-	OpPrint    = "print"    // Stream ("stdout" or "stderr"), Message
-	OpEnv      = "env"      // returns os.Args and os.Environ
-	OpRead     = "read"     // Path
-	OpWrite    = "write"    // Path, Data (create or truncate)
-	OpAppend   = "append"   // Path, Data
-	OpTruncate = "truncate" // Path, Bytes (the new size)
-	OpRemove   = "remove"   // Path
-	OpRename   = "rename"   // Path, To
-	OpMkdir    = "mkdir"    // Path
-	OpRmdir    = "rmdir"    // Path
-	OpSymlink  = "symlink"  // To (the link's target), Path (the link)
-	OpLink     = "link"     // Path (existing), To (new name)
-	OpChtimes  = "chtimes"  // Path
-	OpReadlink = "readlink" // Path; Result.Data is the link's target
-	OpList     = "list"     // Path; Result.Data is the names in the directory, sorted, comma-separated
-	OpOpenat   = "openat"   // Path (a directory), To or RawPath (passed to path_open as it is), Create
-	OpExec     = "exec"     // Argv, ExecEnv, Data (stdin), Path (working directory), Partial; needs ExecTag
-	OpLLM      = "llm"      // LLM; needs LLMTag
+	OpHTTP       = "http"        // Method, URL, Headers, Body
+	OpSpawn      = "spawn"       // Action, Wait
+	OpCollect    = "collect"     // WaitMS
+	OpSeq        = "seq"         // Actions, run in order
+	OpRaw        = "raw"         // Import, Args, Data, Read
+	OpAlloc      = "alloc"       // Bytes, Keep
+	OpLoop       = "loop"        // spins until the station stops the call
+	OpPanic      = "panic"       // Message
+	OpTrap       = "trap"        // an out-of-bounds memory access: a real wasm trap
+	OpExit       = "exit"        // Code: os.Exit, that is WASI proc_exit
+	OpOutput     = "output"      // Bytes
+	OpSleep      = "sleep"       // MS
+	OpLog        = "log"         // Message, Level
+	OpPrint      = "print"       // Stream ("stdout" or "stderr"), Message
+	OpEnv        = "env"         // returns os.Args and os.Environ
+	OpRead       = "read"        // Path
+	OpWrite      = "write"       // Path, Data (create or truncate)
+	OpAppend     = "append"      // Path, Data
+	OpTruncate   = "truncate"    // Path, Bytes (the new size)
+	OpRemove     = "remove"      // Path
+	OpRename     = "rename"      // Path, To
+	OpMkdir      = "mkdir"       // Path
+	OpRmdir      = "rmdir"       // Path
+	OpSymlink    = "symlink"     // To (the link's target), Path (the link)
+	OpLink       = "link"        // Path (existing), To (new name)
+	OpChtimes    = "chtimes"     // Path
+	OpReadlink   = "readlink"    // Path; Result.Data is the link's target
+	OpList       = "list"        // Path; Result.Data is the names in the directory, sorted, comma-separated
+	OpHold       = "hold"        // Path, Bytes: opens Path Bytes times and never closes it; Result.Data is how many opened
+	OpCreateMany = "create_many" // Path (a directory), Bytes: creates the empty files f0, f1, ...; Result.Data is how many
+	OpOpenat     = "openat"      // Path (a directory), To or RawPath (passed to path_open as it is), Create
+	OpExec       = "exec"        // Argv, ExecEnv, Data (stdin), Path (working directory), Partial; needs ExecTag
+	OpLLM        = "llm"         // LLM; needs LLMTag
 )
 
 // Action is one step of a probe run. Op selects it; the other fields are
@@ -393,6 +395,14 @@ func Chtimes(path string) Action { return Action{Op: OpChtimes, Path: path} }
 
 // Readlink reads the symbolic link path (Result.Data is its target).
 func Readlink(path string) Action { return Action{Op: OpReadlink, Path: path} }
+
+// Hold opens path n times and keeps every file open, in the instance and
+// across calls (Result.Data is how many it opened).
+func Hold(path string, n int) Action { return Action{Op: OpHold, Path: path, Bytes: n} }
+
+// CreateMany creates n empty files f0, f1, ... in dir (Result.Data is how
+// many it created).
+func CreateMany(dir string, n int) Action { return Action{Op: OpCreateMany, Path: dir, Bytes: n} }
 
 // List lists the directory path (Result.Data is the names, sorted,
 // comma-separated).

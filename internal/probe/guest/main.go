@@ -91,7 +91,8 @@ func do(ctx context.Context, a probe.Action) probe.Result {
 	case probe.OpEnv:
 		r.Args, r.Env = os.Args, os.Environ()
 	case probe.OpRead, probe.OpWrite, probe.OpAppend, probe.OpTruncate, probe.OpRemove, probe.OpRename,
-		probe.OpMkdir, probe.OpRmdir, probe.OpSymlink, probe.OpLink, probe.OpChtimes, probe.OpReadlink, probe.OpList:
+		probe.OpMkdir, probe.OpRmdir, probe.OpSymlink, probe.OpLink, probe.OpChtimes, probe.OpReadlink, probe.OpList,
+		probe.OpHold, probe.OpCreateMany:
 		err = file(a, &r)
 	case probe.OpOpenat:
 		err = openat(a)
@@ -173,6 +174,9 @@ func collect(wait time.Duration) []probe.Result {
 // kept holds allocations made with keep.
 var kept [][]byte
 
+// held are the files hold opened, never closed.
+var held []*os.File
+
 func alloc(n int, keep bool) {
 	b := make([]byte, max(n, 0))
 	for i := 0; i < len(b); i += 4096 {
@@ -229,6 +233,31 @@ func file(a probe.Action, r *probe.Result) error {
 		target, err := os.Readlink(a.Path)
 		r.Data = target
 		return err
+	case probe.OpHold:
+		// Opened files stay open in the instance, across calls: the
+		// station must bound them and close them when it drops the
+		// instance.
+		n := 0
+		defer func() { r.Data = fmt.Sprint(n) }()
+		for ; n < a.Bytes; n++ {
+			f, err := os.Open(a.Path)
+			if err != nil {
+				return err
+			}
+			held = append(held, f)
+		}
+		return nil
+	case probe.OpCreateMany:
+		n := 0
+		defer func() { r.Data = fmt.Sprint(n) }()
+		for ; n < a.Bytes; n++ {
+			f, err := os.OpenFile(fmt.Sprintf("%s/f%d", a.Path, n), os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+			if err != nil {
+				return err
+			}
+			f.Close()
+		}
+		return nil
 	case probe.OpList:
 		es, err := os.ReadDir(a.Path)
 		names := make([]string, len(es))
