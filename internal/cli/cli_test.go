@@ -145,10 +145,16 @@ func TestOperatorFlow(t *testing.T) {
 		t.Fatalf("module list --json: %v %v", list, err)
 	}
 	r = station(t, home, "", "module", "show", "dave/stripe-invoicing").want(t, 0)
-	for _, want := range []string{"sha256:", "create-invoice", "may connect to api.groq.com"} {
+	for _, want := range []string{"sha256:", "create-invoice", "may connect to api.groq.com",
+		"limits\n  memory 128 MiB, timeout 30s, 8 calls at once, warm instances, reused\n  input 16 MiB, output 16 MiB, host-call request 16 MiB, HTTP response 16 MiB\n"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("module show does not contain %q:\n%s", want, r.out)
 		}
+	}
+	var shown struct{ Limits map[string]any }
+	if err := json.Unmarshal([]byte(station(t, home, "", "module", "show", "--json", "dave/stripe-invoicing").want(t, 0).out), &shown); err != nil ||
+		shown.Limits["memory_bytes"] != float64(128<<20) || shown.Limits["timeout"] != "30s" || shown.Limits["files"] != nil {
+		t.Errorf("module show --json limits: %v (%v)", shown.Limits, err)
 	}
 
 	r = station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)

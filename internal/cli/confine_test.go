@@ -50,8 +50,10 @@ func TestGrantedProgramsConfinedThroughTheDaemon(t *testing.T) {
 	}
 	station(t, home, "", "module", "install", "--yes", withWrites).want(t, 0)
 	station(t, home, "", "module", "install", "--yes", noWrites).want(t, 0)
-	if r := station(t, home, "", "module", "show", "test/tools").want(t, 0); !strings.Contains(r.out, confined) {
-		t.Errorf("module show does not say how programs are confined here:\n%s", r.out)
+	if r := station(t, home, "", "module", "show", "test/tools").want(t, 0); !strings.Contains(r.out, confined) ||
+		!strings.Contains(r.out, "  files: quota 256 MiB (0 B used), 20000 files and directories (0 used), 256 open at once (64 per instance)\n") ||
+		!strings.Contains(r.out, "  programs: 1 MiB of stdout and of stderr each\n") {
+		t.Errorf("module show does not say how programs are confined here, or its limits:\n%s", r.out)
 	}
 	var shown map[string]any
 	if err := json.Unmarshal([]byte(station(t, home, "", "module", "show", "--json", "test/tools").want(t, 0).out), &shown); err != nil ||

@@ -217,6 +217,10 @@ func (a *app) moduleShowCmd() *cobra.Command {
 			}
 			var p station.Permissions
 			_ = json.Unmarshal(rec.Approved, &p)
+			lim, err := s.LimitsOf(ctx, man)
+			if err != nil {
+				return fmt.Errorf("show %s: %w", args[0], err)
+			}
 			if asJSON {
 				cmds := make([]map[string]string, len(man.Commands))
 				for i, c := range man.Commands {
@@ -224,7 +228,7 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				}
 				out := map[string]any{
 					"id": rec.ID, "version": rec.Version, "description": man.Description, "digest": rec.Digest,
-					"installed_at": rec.InstalledAt, "commands": cmds, "permissions": p,
+					"installed_at": rec.InstalledAt, "commands": cmds, "permissions": p, "limits": lim,
 				}
 				if c := s.ChildConfinement(p); c != "" {
 					out["program_confinement"] = c
@@ -249,6 +253,7 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				}
 				fmt.Fprintf(w, "  - %s\n", l)
 			}
+			printLimits(w, lim)
 			return nil
 		},
 	}
@@ -327,4 +332,37 @@ module.yaml:
 			return err
 		},
 	}
+}
+
+// printLimits writes the limits a module runs under, for module show.
+func printLimits(w io.Writer, l station.Limits) {
+	fmt.Fprintln(w, "limits")
+	instance := "warm instances, reused"
+	if l.FreshInstance {
+		instance = "a fresh instance per call"
+	}
+	fmt.Fprintf(w, "  memory %s, timeout %s, %d calls at once, %s\n", humanSize(int64(l.MemoryBytes)), l.Timeout, l.Concurrency, instance)
+	fmt.Fprintf(w, "  input %s, output %s, host-call request %s, HTTP response %s\n",
+		humanSize(int64(l.MaxInputBytes)), humanSize(int64(l.MaxOutputBytes)), humanSize(int64(l.MaxRequestBytes)), humanSize(l.MaxResponseBytes))
+	if f := l.Files; f != nil {
+		fmt.Fprintf(w, "  files: quota %s (%s used), %d files and directories (%d used), %d open at once (%d per instance)\n",
+			humanSize(f.QuotaBytes), humanSize(f.UsedBytes), f.Entries, f.UsedEntries, f.OpenFiles, f.OpenFilesPerInstance)
+	}
+	if l.ProgramOutputBytes > 0 {
+		fmt.Fprintf(w, "  programs: %s of stdout and of stderr each\n", humanSize(l.ProgramOutputBytes))
+	}
+}
+
+// humanSize renders a limit: in whole GiB, MiB or KiB when it is one,
+// else as humanBytes.
+func humanSize(n int64) string {
+	for _, u := range []struct {
+		size int64
+		name string
+	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.name)
+		}
+	}
+	return humanBytes(n)
 }
