@@ -267,7 +267,11 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 		}
 		drain(resp.Body)
 		if hops >= g.maxRedirects {
-			return nil, fmt.Errorf("%s %s: stopped after %d redirects", out.method, Redact(&out.target.url), g.maxRedirects)
+			// A limit, recorded like the others (and like them naming the
+			// module, the target and the limit).
+			e := sandbox.Exceed(g.module, sandbox.Network, Redact(&out.target.url), fmt.Sprintf("stopped after %d redirects, the limit of one request", g.maxRedirects), int64(g.maxRedirects), nil)
+			g.rec.Record(e.Decision(sandbox.CallFrom(ctx)))
+			return nil, e
 		}
 		next, err := out.target.resolve(loc)
 		if err != nil {

@@ -526,7 +526,7 @@ func TestGateRedirects(t *testing.T) {
 		{method: "GET", path: "/to-userinfo", want: "violation https://REDACTED@evil.example/: is a redirect the gate will not follow: invalid request: URL has userinfo"},
 		{method: "GET", path: "/to-numeric", want: "violation https://2130706433/: is a redirect the gate will not follow: invalid request: URL host \"2130706433\" is not a canonical IPv4 address"},
 		{method: "GET", path: "/to-port", want: "violation api.stripe.com:8443: is not in its allowlist (api.stripe.com, files.stripe.com, 169.254.169.254) (redirect from api.stripe.com:443)"},
-		{method: "GET", path: "/loop", want: "error: stopped after 10 redirects"},
+		{method: "GET", path: "/loop", want: "error: limit exceeded: module dave/stripe: network: \"https://api.stripe.com/loop\" stopped after 10 redirects, the limit of one request"},
 	}
 	for _, c := range cases {
 		resp, err := g.Do(callCtx(t), &abi.HTTPRequest{Method: c.method, URL: "https://api.stripe.com" + c.path, Headers: headers, Body: []byte("data")})
@@ -553,6 +553,15 @@ func TestGateRedirects(t *testing.T) {
 			t.Errorf("%s %s:\n got %s\nwant %s", c.method, c.path, got, c.want)
 		}
 	}
+	var le *sandbox.LimitError
+	w.rec.Reset()
+	if _, err := g.Do(callCtx(t), &abi.HTTPRequest{Method: "GET", URL: "https://api.stripe.com/loop"}); !errors.As(err, &le) || le.Limit != 10 {
+		t.Errorf("the redirect limit: %v, want a *sandbox.LimitError with the limit 10", err)
+	}
+	if ds := w.rec.All(); len(ds) == 0 || ds[len(ds)-1].Allowed || !strings.Contains(ds[len(ds)-1].Reason, "stopped after 10 redirects") {
+		t.Errorf("the redirect limit was not recorded as a refusal: %+v", ds)
+	}
+	hops.Add(-11)
 	if got, want := hops.Load(), int64(11); got != want {
 		t.Errorf("/loop served %d times, want %d (the request and 10 redirects)", got, want)
 	}
