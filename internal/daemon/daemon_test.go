@@ -167,6 +167,12 @@ func TestRunThroughDaemon(t *testing.T) {
 		t.Errorf("violation %+v", v)
 	}
 
+	// A result over the limit: the same *host.CallError, the limit inside.
+	_, err = w.client.Run(ctx, stripeMod, probe.Command, probe.Run(probe.Output(17<<20)), "")
+	if !errors.As(err, &ce) || ce.Limit == nil || ce.Limit.Module != stripeMod || ce.Limit.Limit != 16<<20 || ce.Limit.Capability != sandbox.Host {
+		t.Errorf("daemon error %v (limit %+v): want a *host.CallError with the limit of 16 MiB", err, ce.Limit)
+	}
+
 	// Unknown module and command.
 	if _, err := w.client.Run(ctx, "nobody/none", "x", nil, ""); err == nil || !strings.Contains(err.Error(), "not installed") {
 		t.Errorf("unknown module: %v", err)

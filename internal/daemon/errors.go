@@ -39,6 +39,32 @@ type APIError struct {
 	Kind      host.ErrorKind     `json:"kind,omitempty"`
 	Detail    string             `json:"detail,omitempty"`
 	Violation *sandbox.Violation `json:"violation,omitempty"`
+	// Limit is the first refusal over a limit during the call, if any.
+	Limit *APILimit `json:"limit,omitempty"`
+}
+
+// APILimit is a *sandbox.LimitError on the wire, with the keys of a
+// violation.
+type APILimit struct {
+	Module     string
+	Capability sandbox.Capability
+	Target     string
+	Reason     string
+	Limit      int64 `json:",omitempty"`
+}
+
+func apiLimit(le *sandbox.LimitError) *APILimit {
+	if le == nil {
+		return nil
+	}
+	return &APILimit{Module: le.Module, Capability: le.Capability, Target: le.Target, Reason: le.Reason, Limit: le.Limit}
+}
+
+func (l *APILimit) err() *sandbox.LimitError {
+	if l == nil {
+		return nil
+	}
+	return &sandbox.LimitError{Module: l.Module, Capability: l.Capability, Target: l.Target, Reason: l.Reason, Limit: l.Limit}
 }
 
 func (e *APIError) Error() string { return e.Message }
@@ -73,7 +99,7 @@ func (e *APIError) status() int {
 func (e *APIError) Err() error {
 	switch {
 	case e.Code == CodeCallFailed && e.Kind != "":
-		return &host.CallError{Module: e.Module, Command: e.Command, Kind: e.Kind, Msg: e.Detail, Violation: e.Violation}
+		return &host.CallError{Module: e.Module, Command: e.Command, Kind: e.Kind, Msg: e.Detail, Violation: e.Violation, Limit: e.Limit.err()}
 	case e.Code == CodeCallFailed && e.Violation != nil:
 		return e.Violation
 	case e.Code == CodeNotApproved:
@@ -81,7 +107,7 @@ func (e *APIError) Err() error {
 	case e.Code == CodeWorkflow:
 		we := &workflowError{msg: e.Message}
 		if e.Kind != "" {
-			we.call = &host.CallError{Module: e.Module, Command: e.Command, Kind: e.Kind, Msg: e.Detail, Violation: e.Violation}
+			we.call = &host.CallError{Module: e.Module, Command: e.Command, Kind: e.Kind, Msg: e.Detail, Violation: e.Violation, Limit: e.Limit.err()}
 		} else if e.Violation != nil {
 			we.call = e.Violation
 		}
@@ -106,7 +132,7 @@ func writeFailure(w http.ResponseWriter, log *slog.Logger, err error) {
 	var mbe *http.MaxBytesError
 	switch {
 	case errors.As(err, &ce):
-		writeError(w, http.StatusUnprocessableEntity, &APIError{Code: CodeCallFailed, Message: err.Error(), Module: ce.Module, Command: ce.Command, Kind: ce.Kind, Detail: ce.Msg, Violation: ce.Violation})
+		writeError(w, http.StatusUnprocessableEntity, &APIError{Code: CodeCallFailed, Message: err.Error(), Module: ce.Module, Command: ce.Command, Kind: ce.Kind, Detail: ce.Msg, Violation: ce.Violation, Limit: apiLimit(ce.Limit)})
 	case errors.As(err, &v):
 		writeError(w, http.StatusUnprocessableEntity, &APIError{Code: CodeCallFailed, Message: err.Error(), Module: v.Module, Violation: v})
 	case errors.Is(err, store.ErrNotFound), errors.Is(err, host.ErrUnknownModule):

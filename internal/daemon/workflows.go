@@ -72,7 +72,7 @@ func workflowAPIError(err error) *APIError {
 	var v *sandbox.Violation
 	switch {
 	case errors.As(err, &ce):
-		e.Module, e.Command, e.Kind, e.Detail, e.Violation = ce.Module, ce.Command, ce.Kind, ce.Msg, ce.Violation
+		e.Module, e.Command, e.Kind, e.Detail, e.Violation, e.Limit = ce.Module, ce.Command, ce.Kind, ce.Msg, ce.Violation, apiLimit(ce.Limit)
 	case errors.As(err, &v):
 		e.Module, e.Violation = v.Module, v
 	}
