@@ -41,8 +41,9 @@ type Usage struct {
 // the reserve the station keeps for itself. Gates use ProcessDescriptors
 // unless Options.Descriptors names another (tests do).
 type Descriptors struct {
-	limit int64
-	used  atomic.Int64
+	limit   int64
+	process int64 // the process limit it was computed from, 0 if none
+	used    atomic.Int64
 }
 
 // NewDescriptors returns a budget of limit descriptors.
@@ -50,6 +51,10 @@ func NewDescriptors(limit int64) *Descriptors { return &Descriptors{limit: max(l
 
 // Limit is how many descriptors the budget has.
 func (d *Descriptors) Limit() int64 { return d.limit }
+
+// ProcessLimit is the process's open-file limit the budget was computed
+// from (0 for a budget from NewDescriptors).
+func (d *Descriptors) ProcessLimit() int64 { return d.process }
 
 // InUse is how many of them modules' files hold now.
 func (d *Descriptors) InUse() int64 { return d.used.Load() }
@@ -59,7 +64,10 @@ func (d *Descriptors) InUse() int64 { return d.used.Load() }
 // less Reserve of it. A process where the limit cannot be read gets the
 // budget of a 1024-descriptor limit.
 var ProcessDescriptors = sync.OnceValue(func() *Descriptors {
-	return NewDescriptors(guestShare(RaiseOpenFileLimit()))
+	limit := min(RaiseOpenFileLimit(), 1<<40)
+	d := NewDescriptors(int64(limit) - Reserve(limit))
+	d.process = int64(limit)
+	return d
 })
 
 // RaiseOpenFileLimit raises the soft RLIMIT_NOFILE of the process to its
@@ -94,13 +102,6 @@ func Reserve(limit uint64) int64 {
 		r = int64(limit) / 2
 	}
 	return r
-}
-
-func guestShare(limit uint64) int64 {
-	if limit > 1<<40 {
-		limit = 1 << 40
-	}
-	return int64(limit) - Reserve(limit)
 }
 
 // budget counts what is held against a limit.

@@ -375,4 +375,7 @@ func TestReserve(t *testing.T) {
 	if lim[0] != want || (lim[1] != 0 && lim[0] != lim[1]) {
 		t.Errorf("soft limit %d (hard %d), RaiseOpenFileLimit says %d: the soft limit is not the hard one", lim[0], lim[1], want)
 	}
+	if d := ProcessDescriptors(); uint64(d.ProcessLimit()) != min(want, 1<<40) || d.Limit() != d.ProcessLimit()-Reserve(want) {
+		t.Errorf("the process budget is %d of %d, want the limit %d less its reserve %d", d.Limit(), d.ProcessLimit(), want, Reserve(want))
+	}
 }

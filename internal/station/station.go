@@ -141,6 +141,12 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	}
 	hopts.HomeDir, _ = os.UserHomeDir()
 	hopts.FilesystemQuota = int64(cfg.Filesystem.Quota)
+	// Raise the soft RLIMIT_NOFILE to the hard limit now, and compute the
+	// descriptors modules' files may share from the limit in effect.
+	fds := fsgate.ProcessDescriptors()
+	if opts.Logger != nil {
+		opts.Logger.Debug(fmt.Sprintf("station: modules' open files may hold %d of the process's %d descriptors", fds.Limit(), fds.ProcessLimit()))
+	}
 	hopts.FilesystemEntries = int64(cfg.Filesystem.Entries)
 	hopts.FilesystemOpenFiles = int64(cfg.Filesystem.OpenFiles)
 	hopts.FilesystemOpenFilesPerInstance = int64(cfg.Filesystem.OpenFilesPerInstance)
