@@ -10,9 +10,11 @@
 // store refuses is retried, then written to the station log with an error
 // that the next Flush or Close returns.
 //
-// Each module's decisions are rate-limited (ratelimit.go): over its rate,
-// decisions are counted and stored as summaries with exact counts, so a
-// module cannot flood the log while the log still accounts for everything.
+// Each module's decisions are rate-limited (ratelimit.go): at most
+// MaxPerWindow records of a module in any Window; past its allowance,
+// decisions are counted and stored as summary rows with exact counts
+// (sandbox.Decision.Folded), so a module cannot flood the log while the log
+// still accounts for everything.
 package audit
 
 import (
@@ -51,8 +53,10 @@ type Writer struct {
 	log         *slog.Logger
 	retryDelays []time.Duration
 
-	wake chan struct{} // capacity 1: "pending may be non-empty, or closing"
-	done chan struct{} // closed when the loop has stored everything and exited
+	wake     chan struct{} // capacity 1: "pending may be non-empty, or closing"
+	done     chan struct{} // closed when the loop has stored everything and exited
+	stopTick chan struct{} // closed by Close: the ticker stops
+	tickDone chan struct{} // closed when the ticker has stopped
 
 	mu       sync.Mutex
 	space    sync.Cond          // broadcast when pending is emptied; uses mu
@@ -74,55 +78,95 @@ type waiter struct {
 	done   chan struct{}
 }
 
-// NewWriter returns a Writer that stores decisions in s and starts its
-// background goroutine; Close stops it. Failures to store are logged to
-// logger (slog.Default() if nil). now is the rate limit's clock (nil:
-// time.Now); a test that floods the log passes a still one, so that what
-// is summarized does not depend on how fast the machine is.
+// NewWriter returns a Writer that stores decisions in s, rate-limited per
+// module, and starts its background goroutines; Close stops them. Failures
+// to store are logged to logger (slog.Default() if nil). now is the rate
+// limit's clock (nil: time.Now); a test that floods the log passes a still
+// one, so that what is summarized does not depend on how fast the machine
+// is.
 func NewWriter(s *store.Store, logger *slog.Logger, now func() time.Time) *Writer {
 	if now == nil {
 		now = time.Now
 	}
-	w := newWriter(s, logger)
-	w.rate = newRateLimiter(DefaultRate, DefaultBurst, now)
-	return w
+	return newWriter(s, logger, newRateLimiter(defaultLimits, now))
 }
 
-func newWriter(s appender, logger *slog.Logger) *Writer {
+// newWriter returns a writer that stores in s, rate-limited by rate (nil:
+// every decision is stored one by one).
+func newWriter(s appender, logger *slog.Logger, rate *rateLimiter) *Writer {
 	if logger == nil {
 		logger = slog.Default()
 	}
 	w := &Writer{
 		store:       s,
+		rate:        rate,
 		log:         logger,
 		retryDelays: retryDelays,
 		wake:        make(chan struct{}, 1),
 		done:        make(chan struct{}),
+		stopTick:    make(chan struct{}),
+		tickDone:    make(chan struct{}),
 		pending:     make([]sandbox.Decision, 0, maxBatch),
 	}
 	w.space.L = &w.mu
 	go w.run()
+	if rate != nil {
+		go w.tick(tickEvery)
+	} else {
+		close(w.tickDone)
+	}
 	return w
 }
 
-// Record queues d for storage. It returns as soon as d is queued; it blocks
+// tick stores the rate limit's summaries as they fall due, until Close.
+func (w *Writer) tick(every time.Duration) {
+	defer close(w.tickDone)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			for _, s := range w.rate.due() {
+				w.enqueue(s)
+			}
+		case <-w.stopTick:
+			return
+		}
+	}
+}
+
+// Record queues d for storage, or counts it in a summary to come if its
+// module is over its rate. It returns as soon as d is queued; it blocks
 // only while the queue is full. A decision without a time is stamped with
-// the current time. After Close, Record logs d as an error instead of
-// storing it.
+// the current time. Once Close has begun, Record logs d as an error instead
+// of storing it.
 func (w *Writer) Record(d sandbox.Decision) {
 	if d.Time.IsZero() {
 		d.Time = time.Now()
 	}
 	if w.rate != nil {
-		keep, summaries := w.rate.admit(d)
+		a, summaries := w.rate.admit(d)
+		if a == refused {
+			w.late(d)
+			return
+		}
 		for _, s := range summaries {
 			w.enqueue(s)
 		}
-		if !keep {
-			return
+		if a == stored {
+			w.enqueue(d)
 		}
+		if a == stored || len(summaries) > 0 {
+			w.rate.done(d.Module)
+		}
+		return
 	}
 	w.enqueue(d)
+}
+
+// late logs d, recorded after the writer was closed.
+func (w *Writer) late(d sandbox.Decision) {
+	w.log.Error("audit: decision recorded after the audit writer was closed; not stored", decisionAttrs(d)...)
 }
 
 // enqueue queues d, blocking while the queue is full.
@@ -130,7 +174,7 @@ func (w *Writer) enqueue(d sandbox.Decision) {
 	w.mu.Lock()
 	if w.closing {
 		w.mu.Unlock()
-		w.log.Error("audit: decision recorded after the audit writer was closed; not stored", decisionAttrs(d)...)
+		w.late(d)
 		return
 	}
 	for len(w.pending) >= maxPending {
@@ -156,9 +200,11 @@ func (w *Writer) signal() {
 }
 
 // Flush waits until every decision recorded before the call has been
-// handed to the store. It returns an error if storing any decision failed
-// since the last Flush or Close that returned an error, or ctx's error if it
-// ends first.
+// handed to the store, and with them the summaries of what the rate limit
+// has counted, as far as each module's summary rows of the last Window
+// allow (counts beyond them are stored when a row is free, or at Close). It
+// returns an error if storing any decision failed since the last Flush or
+// Close that returned an error, or ctx's error if it ends first.
 func (w *Writer) Flush(ctx context.Context) error {
 	w.flushSummaries()
 	w.mu.Lock()
@@ -181,17 +227,12 @@ func (w *Writer) Flush(ctx context.Context) error {
 	}
 }
 
-// Close stores everything recorded so far and stops the writer. Decisions
-// recorded after Close are logged, not stored. If ctx ends first, Close
-// returns its error and the writer finishes storing in the background.
+// Close stores everything recorded so far, the summaries of every count the
+// rate limit holds included, and stops the writer. Decisions recorded once
+// Close has begun are logged, not stored. If ctx ends first, Close returns
+// its error and the writer finishes storing in the background.
 func (w *Writer) Close(ctx context.Context) error {
-	w.closeOnce.Do(func() {
-		w.flushSummaries()
-		w.mu.Lock()
-		w.closing = true
-		w.mu.Unlock()
-		w.signal()
-	})
+	w.closeOnce.Do(func() { go w.shutdown() })
 	select {
 	case <-w.done:
 		w.mu.Lock()
@@ -202,7 +243,29 @@ func (w *Writer) Close(ctx context.Context) error {
 	}
 }
 
-// flushSummaries queues the summaries of decisions the rate limit held.
+// shutdown stops the ticker, queues the rate limit's final summaries (after
+// which Record refuses, so no count is left behind), waits for the Record
+// calls admitted before them to queue what they were given, and lets the
+// loop end once the queue is stored.
+func (w *Writer) shutdown() {
+	if w.rate != nil {
+		close(w.stopTick)
+		<-w.tickDone
+		for _, s := range w.rate.final() {
+			w.enqueue(s)
+		}
+		for !w.rate.settled() {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	w.mu.Lock()
+	w.closing = true
+	w.mu.Unlock()
+	w.signal()
+}
+
+// flushSummaries queues the summaries of decisions the rate limit holds, as
+// far as the modules' summary rows allow.
 func (w *Writer) flushSummaries() {
 	if w.rate == nil {
 		return
@@ -306,6 +369,6 @@ func (w *Writer) store1(chunk []sandbox.Decision) error {
 func decisionAttrs(d sandbox.Decision) []any {
 	return []any{
 		"time", d.Time, "module", d.Module, "command", d.Command, "capability", string(d.Capability),
-		"target", d.Target, "allowed", d.Allowed, "reason", d.Reason,
+		"target", d.Target, "allowed", d.Allowed, "reason", d.Reason, "trace", d.Trace, "folded", d.Folded,
 	}
 }

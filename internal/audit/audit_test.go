@@ -111,11 +111,12 @@ func decision(module string, i int) sandbox.Decision {
 
 // TestConcurrentRecord records from many goroutines at once into a real
 // store and checks that every decision is stored exactly once, attributed
-// to the goroutine's module, in each goroutine's recording order.
+// to the goroutine's module, in each goroutine's recording order. (Each
+// module stays within its rate limit: no decision is summarized.)
 func TestConcurrentRecord(t *testing.T) {
 	s := openStore(t)
 	w := NewWriter(s, slog.New(slog.DiscardHandler), nil)
-	const goroutines, each = 16, 600
+	const goroutines, each = 16, RecordsPerWindow
 	var wg sync.WaitGroup
 	for g := range goroutines {
 		wg.Add(1)
@@ -156,8 +157,9 @@ func TestFlush(t *testing.T) {
 	w := NewWriter(s, nil, nil)
 	defer w.Close(context.Background())
 	ctx := context.Background()
+	const each = RecordsPerWindow / 3 // within the rate limit
 	for round := 1; round <= 3; round++ {
-		for i := range 100 {
+		for i := range each {
 			w.Record(decision("owner/m", i))
 		}
 		if err := w.Flush(ctx); err != nil {
@@ -167,7 +169,7 @@ func TestFlush(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got, want := len(recs), 100*round; got != want {
+		if got, want := len(recs), each*round; got != want {
 			t.Errorf("after flush %d: %d decisions stored, want %d", round, got, want)
 		}
 	}
@@ -178,7 +180,7 @@ func TestFlush(t *testing.T) {
 
 func TestZeroTimeIsStamped(t *testing.T) {
 	f := &fakeStore{}
-	w := newWriter(f, nil)
+	w := newWriter(f, nil, nil)
 	before := time.Now()
 	w.Record(sandbox.Decision{Module: "owner/m"})
 	if err := w.Close(context.Background()); err != nil {
@@ -194,7 +196,7 @@ func TestZeroTimeIsStamped(t *testing.T) {
 // of dropping, and resumes when the store catches up.
 func TestBackpressure(t *testing.T) {
 	f := &fakeStore{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
-	w := newWriter(f, nil)
+	w := newWriter(f, nil, nil)
 	w.Record(decision("owner/m", 0))
 	<-f.entered // the loop holds decision 0 inside the store
 	for i := 1; i <= maxPending; i++ {
@@ -234,7 +236,7 @@ func TestBackpressure(t *testing.T) {
 func TestBatchesAreBounded(t *testing.T) {
 	f := &fakeStore{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	sizes := &batchSizes{appender: f}
-	w := newWriter(sizes, nil)
+	w := newWriter(sizes, nil, nil)
 	w.Record(decision("owner/m", 0))
 	<-f.entered
 	for i := 1; i <= 3*maxBatch; i++ {
@@ -278,7 +280,7 @@ func (b *batchSizes) get() []int {
 func TestStoreFailure(t *testing.T) {
 	f := &fakeStore{failN: 1 << 30}
 	log, buf := testLogger()
-	w := newWriter(f, log)
+	w := newWriter(f, log, nil)
 	w.retryDelays = []time.Duration{0, 0}
 	for i := range 3 {
 		w.Record(decision("owner/m", i))
@@ -306,7 +308,7 @@ func TestStoreFailure(t *testing.T) {
 
 func TestRetrySucceeds(t *testing.T) {
 	f := &fakeStore{failN: 2}
-	w := newWriter(f, slog.New(slog.DiscardHandler))
+	w := newWriter(f, slog.New(slog.DiscardHandler), nil)
 	w.retryDelays = []time.Duration{0, 0, 0}
 	w.Record(decision("owner/m", 1))
 	if err := w.Close(context.Background()); err != nil {
@@ -320,7 +322,7 @@ func TestRetrySucceeds(t *testing.T) {
 func TestRecordAfterClose(t *testing.T) {
 	f := &fakeStore{}
 	log, buf := testLogger()
-	w := newWriter(f, log)
+	w := newWriter(f, log, nil)
 	if err := w.Close(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -341,7 +343,7 @@ func TestRecordAfterClose(t *testing.T) {
 
 func TestFlushAndCloseHonourContext(t *testing.T) {
 	f := &fakeStore{gate: make(chan struct{}), entered: make(chan struct{}, 1)}
-	w := newWriter(f, nil)
+	w := newWriter(f, nil, nil)
 	w.Record(decision("owner/m", 0))
 	<-f.entered
 	ctx, cancel := context.WithCancel(context.Background())
@@ -366,7 +368,7 @@ func TestFlushAndCloseHonourContext(t *testing.T) {
 func TestCloseWhileRecording(t *testing.T) {
 	f := &fakeStore{}
 	log, buf := testLogger()
-	w := newWriter(f, log)
+	w := newWriter(f, log, nil)
 	const goroutines, each = 8, 500
 	var wg sync.WaitGroup
 	for g := range goroutines {
@@ -392,7 +394,7 @@ func TestCloseWhileRecording(t *testing.T) {
 // BenchmarkRecord measures the cost a gate pays per decision: Record into a
 // store that keeps up.
 func BenchmarkRecord(b *testing.B) {
-	w := newWriter(nopStore{}, nil)
+	w := newWriter(nopStore{}, nil, nil)
 	defer w.Close(context.Background())
 	d := decision("owner/m", 1)
 	b.ReportAllocs()
@@ -403,7 +405,7 @@ func BenchmarkRecord(b *testing.B) {
 
 // BenchmarkRecordParallel is BenchmarkRecord with every CPU recording.
 func BenchmarkRecordParallel(b *testing.B) {
-	w := newWriter(nopStore{}, nil)
+	w := newWriter(nopStore{}, nil, nil)
 	defer w.Close(context.Background())
 	d := decision("owner/m", 1)
 	b.ReportAllocs()

@@ -42,6 +42,12 @@ type Decision struct {
 	// Trace, if set, names what the call was part of (a workflow run's
 	// step, a daemon request): the caller's sandbox.WithTrace.
 	Trace string `json:"trace,omitempty"`
+	// Folded is 0 for a decision a gate made. A summary row of the audit
+	// log's rate limit has the number of decisions it stands for, each of
+	// which is in no other record (internal/audit, ratelimit.go): the
+	// decisions a module made are its records with Folded 0 plus the sum
+	// of Folded over its summaries.
+	Folded int `json:"folded"`
 }
 
 // Recorder receives every decision a gate makes. Implementations must be safe

@@ -22,14 +22,14 @@ import (
 // add up to exactly what the module did. Another module's record is
 // untouched.
 func TestAuditFloodIsSummarized(t *testing.T) {
-	// A still clock: nothing refills the bucket while the flood runs, on
-	// however slow a machine (under -race and load, 2700 denials took
-	// longer than the refill needs to keep up).
+	// A still clock: no record leaves the rate limit's window while the
+	// flood runs, on however slow a machine (under -race and load, a flood
+	// can take longer than a window).
 	still := time.Now()
 	e := newEnv(t, envOpts{auditClock: func() time.Time { return still }})
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
 	e.install(moduleSpec{id: groqMod, allow: []string{"api.groq.com"}}, probe.Wasm(t))
-	const flood = audit.DefaultBurst + 700
+	const flood = audit.RecordsPerWindow + 700
 	actions := make([]probe.Action, flood)
 	for i := range actions {
 		actions[i] = probe.HTTP("GET", "https://evil.example/")
@@ -52,8 +52,8 @@ func TestAuditFloodIsSummarized(t *testing.T) {
 	}
 	// Exactly the burst is stored one by one, the rest summarized, and
 	// nothing is unaccounted for.
-	if single != audit.DefaultBurst || single+summarized != flood {
-		t.Errorf("flooding module: %d denials stored one by one and %d summarized; want %d one by one and %d in all", single, summarized, audit.DefaultBurst, flood)
+	if single != audit.RecordsPerWindow || single+summarized != flood {
+		t.Errorf("flooding module: %d denials stored one by one and %d summarized; want %d one by one and %d in all", single, summarized, audit.RecordsPerWindow, flood)
 	}
 	if got := e.audit(store.AuditFilter{Module: groqMod, DeniedOnly: true}); len(got) != 1 || got[0].Target != "evil.example:443" {
 		t.Errorf("the other module's denials: %+v, want its one denial", got)
