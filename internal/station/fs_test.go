@@ -4,6 +4,7 @@ package station_test
 // the probe: ordinary Go os calls over WASI, into the station's gate.
 
 import (
+	"context"
 	"fmt"
 	"io/fs"
 	"os"
@@ -243,5 +244,47 @@ func TestBroadGlobNeedsOperatorGrant(t *testing.T) {
 	}
 	if err != nil && strings.Contains(err.Error(), "operator grant") {
 		t.Fatalf("the grant was not applied: %v", err)
+	}
+}
+
+// What a module's files take is stored with the station: its entry limit
+// and its quota hold across a restart, not only within one process.
+func TestUsageOutlivesRestart(t *testing.T) {
+	d := fsTree(t)
+	e := newEnv(t, envOpts{})
+	cfg, _ := os.ReadFile(filepath.Join(e.home, "config.yaml"))
+	cfg = append(cfg, "filesystem:\n  entries: 10\n  quota: 1MiB\n"...)
+	if err := os.WriteFile(filepath.Join(e.home, "config.yaml"), cfg, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	const id = "test/hoarder"
+	e.installFS(id, fsSpec{writes: []string{d + "/out/**"}})
+	dir := filepath.Join(d, "out", "many")
+	res := e.mustProbe(id, probe.Mkdir(dir), probe.Write(filepath.Join(dir, "big"), strings.Repeat("x", 1000)), probe.CreateMany(dir, 100))
+	if !res[0].OK || !res[1].OK || res[2].OK || res[2].Data != "8" {
+		t.Fatalf("first process: %+v, want the directory, the file and 8 more files", res)
+	}
+	if e := res[2].Error; e == nil || !strings.Contains(strings.ToLower(e.Message), "quota exceeded") {
+		t.Errorf("the creation over the limit failed with %+v, want EDQUOT", e)
+	}
+	e.reopen()
+	u, err := e.st.Store.LoadUsage(context.Background(), id)
+	if err != nil || u.Entries != 10 || u.Bytes != 1000 {
+		t.Errorf("stored usage %+v (%v), want 10 entries and 1000 bytes", u, err)
+	}
+	res = e.mustProbe(id, probe.CreateMany(filepath.Join(d, "out"), 1))
+	if res[0].OK {
+		t.Error("after a restart the module created a file past its entry limit")
+	}
+	// Removing a file gives its entry and its bytes back, and that is
+	// stored too.
+	res = e.mustProbe(id, probe.Remove(filepath.Join(dir, "big")), probe.CreateMany(filepath.Join(d, "out"), 2))
+	if !res[0].OK || res[1].Data != "1" {
+		t.Errorf("after a removal: %+v, want one file created", res)
+	}
+	e.reopen()
+	if u, _ := e.st.Store.LoadUsage(context.Background(), id); u.Entries != 10 || u.Bytes != 0 {
+		t.Errorf("stored usage %+v after the removal, want 10 entries and 0 bytes", u)
 	}
 }
