@@ -65,7 +65,10 @@ type Options struct {
 	// CacheDir (on disk) or kept in memory when CacheDir is empty.
 	Cache wazero.CompilationCache
 	// CacheDir is the on-disk compilation cache; it must be writable only by
-	// the station and must never be inside a module-writable tree.
+	// the station and must never be inside a module-writable tree. With
+	// Cache set too, it names the directory Cache keeps its files in. Only
+	// with a CacheDir are modules compiled in a child process, within
+	// Install's time and memory bounds (compile.go).
 	CacheDir string
 	// Recorder receives every sandbox decision.
 	Recorder sandbox.Recorder
@@ -105,6 +108,9 @@ type Options struct {
 	// holds the provider or its key. Nil: granted modules still load, and
 	// their requests fail with "this station offers no LLM".
 	LLM LLMFunc
+	// Install bounds what a module's binary may contain and what compiling
+	// it may cost (install.* in config.yaml); zero fields are the defaults.
+	Install InstallLimits
 }
 
 // Grants are what an install approved beyond the manifest itself.
@@ -133,6 +139,7 @@ type Host struct {
 	ownsCache bool
 	log       *slog.Logger
 	rec       sandbox.Recorder
+	compiler  *compiler // bounds compilation (compile.go)
 
 	mu      sync.Mutex                         // serializes Load/Unload/Close
 	modules atomic.Pointer[map[string]*Module] // copy-on-write: Call never locks
@@ -169,6 +176,7 @@ func New(opts Options) (*Host, error) {
 			h.cache = wazero.NewCompilationCache()
 		}
 	}
+	h.compiler = newCompiler(opts, h.log)
 	empty := map[string]*Module{}
 	h.modules.Store(&empty)
 	h.live = map[*Module]bool{}

@@ -188,13 +188,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	}
 
 	pages := uint32((limits.MemoryBytes + 65535) / 65536)
-	m.rt = wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().
-		WithCompilationCache(h.cache).
-		WithCloseOnContextDone(true). // runaway guests stop when the call's context ends
-		WithMemoryLimitPages(pages).
-		// No reference types: table.grow would let a guest take host memory
-		// outside its memory limit (RATIONALE.md).
-		WithCoreFeatures(api.CoreFeaturesV2&^api.CoreFeatureReferenceTypes))
+	m.rt = wazero.NewRuntimeWithConfig(ctx, runtimeConfig(h.cache, pages))
 	ok := false
 	defer func() {
 		if !ok {
@@ -203,12 +197,14 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		}
 	}()
 
-	if err := checkTables(wasm); err != nil {
+	// What the binary holds is bounded before wazero decodes it, and
+	// compiling it is bounded in time and memory (wasmcheck.go, compile.go).
+	if _, err := checkBinary(wasm, h.compiler.lim, man.ID); err != nil {
 		return nil, err
 	}
-	m.compiled, err = m.rt.CompileModule(ctx, wasm)
+	m.compiled, err = h.compiler.compile(ctx, m.rt, man.ID, m.digest, wasm, pages)
 	if err != nil {
-		return nil, fmt.Errorf("compile: %w", err)
+		return nil, err
 	}
 	if err := m.checkShape(); err != nil {
 		return nil, err
