@@ -41,6 +41,8 @@ type Config struct {
 	Filesystem Filesystem
 	// LLM holds the station's LLM provider settings (station-level I/O).
 	LLM LLM
+	// Install bounds what install accepts and what compiling may cost.
+	Install Install
 	// File is the path the configuration was read from, or "" when there
 	// was no file and Config holds the defaults.
 	File string

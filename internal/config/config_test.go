@@ -91,6 +91,9 @@ func TestLoadFull(t *testing.T) {
 		LLM:    LLM{Provider: "groq", BaseURL: "https://llm.internal.example/openai/v1", Model: "llama-3.1-8b-instant", APIKeyEnv: "TEAM_GROQ_KEY", Timeout: 2 * time.Minute, MaxRetries: 4},
 		Subprocess: Subprocess{SearchPath: []string{"/usr/bin", "/bin"}, GrantPrograms: []string{"python3"},
 			AllowNetwork: true, AllowUnconfinedFiles: true},
+		Install: Install{MaxModuleSize: 128 << 20, MaxFunctions: 400000, MaxFunctionSize: 16 << 20, MaxLocals: 60000,
+			MaxModuleLocals: 9000000, MaxNesting: 20000, MaxTypes: 200000, MaxImports: 1000, MaxExports: 2000,
+			MaxGlobals: 3000, MaxDataSegments: 4000, CompileTimeout: 5 * time.Minute, CompileMemory: 4 << 30},
 		File: filepath.Join(home, FileName),
 	}
 	if !reflect.DeepEqual(c, want) {

@@ -98,6 +98,7 @@ func (d *decoder) config(data []byte) *Config {
 		{"limits", func(v *yaml.Node) { d.limits(v, &c.Limits) }},
 		{"subprocess", func(v *yaml.Node) { d.subprocess(v, &c.Subprocess) }},
 		{"llm", func(v *yaml.Node) { d.llm(v, &c.LLM) }},
+		{"install", func(v *yaml.Node) { d.install(v, &c.Install) }},
 		{"filesystem", func(v *yaml.Node) {
 			d.mapping(v, "filesystem", []field{
 				{"grant", func(v *yaml.Node) {
