@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero"
 	"gopkg.in/yaml.v3"
 
+	"github.com/station-dev/station/internal/audit"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
@@ -193,6 +194,38 @@ func TestRunThroughDaemon(t *testing.T) {
 	ms, err := w.client.Modules(ctx)
 	if err != nil || len(ms) != 1 || ms[0].ID != stripeMod || !ms[0].Loaded || len(ms[0].Permissions.Network) != 1 {
 		t.Errorf("modules %+v, %v", ms, err)
+	}
+}
+
+// TestAuditThroughDaemonFolds: GET /v1/audit flushes the rate limit's
+// counts and carries them in the folded field: a call that floods denials
+// past the one-by-one allowance reads back as that allowance of records
+// and summary rows whose folded counts make up the rest.
+func TestAuditThroughDaemonFolds(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	const flood = audit.RecordsPerWindow + 50
+	actions := make([]probe.Action, flood)
+	for i := range actions {
+		actions[i] = probe.HTTP("GET", "https://evil.example/")
+	}
+	if _, err := w.client.Run(ctx, stripeMod, probe.Command, probe.Run(probe.Seq(actions...)), "daemon/flood"); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := w.client.Audit(ctx, store.AuditFilter{Trace: "daemon/flood", DeniedOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	single, folded := 0, 0
+	for _, r := range recs {
+		if r.Folded > 0 {
+			folded += r.Folded
+		} else {
+			single++
+		}
+	}
+	if single != audit.RecordsPerWindow || single+folded != flood {
+		t.Errorf("through the daemon: %d records one by one and %d folded, want %d and %d in all", single, folded, audit.RecordsPerWindow, flood)
 	}
 }
 

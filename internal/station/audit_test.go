@@ -3,10 +3,10 @@ package station_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
-	"regexp"
-	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -40,12 +40,13 @@ func TestAuditFloodIsSummarized(t *testing.T) {
 	}
 	e.mustProbe(groqMod, probe.HTTP("GET", "https://evil.example/"))
 
-	summary := regexp.MustCompile(`^audit rate limit: (\d+) more denied network decisions`)
 	single, summarized := 0, 0
 	for _, r := range e.audit(store.AuditFilter{Module: stripeMod, DeniedOnly: true}) {
-		if m := summary.FindStringSubmatch(r.Reason); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			summarized += n
+		if r.Folded > 0 {
+			if r.Capability != sandbox.Network || !strings.HasPrefix(r.Reason, fmt.Sprintf("audit rate limit: %d more denied network decisions", r.Folded)) {
+				t.Errorf("summary row %+v", r)
+			}
+			summarized += r.Folded
 			continue
 		}
 		single++
@@ -60,6 +61,66 @@ func TestAuditFloodIsSummarized(t *testing.T) {
 	}
 	if got := e.evil.Accepted(); got != 0 {
 		t.Errorf("evil.example accepted %d connections", got)
+	}
+}
+
+// TestAuditFloodOverMinutes: a module that floods denials in call after
+// call, on a clock that moves fifteen seconds between calls, has one
+// window's one-by-one allowance stored per minute and the rest folded into
+// summary rows, within the bound per window and exact in sum; another
+// module denied between its calls has every decision stored one by one.
+func TestAuditFloodOverMinutes(t *testing.T) {
+	var mu sync.Mutex
+	now := time.Now()
+	clock := func() time.Time {
+		mu.Lock()
+		defer mu.Unlock()
+		return now
+	}
+	e := newEnv(t, envOpts{auditClock: clock})
+	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
+	e.install(moduleSpec{id: groqMod, allow: []string{"api.groq.com"}}, probe.Wasm(t))
+	const calls, each = 8, 1500 // calls at 0 s, 15 s, ... 105 s: two windows
+	actions := make([]probe.Action, each)
+	for i := range actions {
+		actions[i] = probe.HTTP("GET", "https://evil.example/")
+	}
+	for range calls {
+		if res := e.mustProbe(stripeMod, probe.Seq(actions...)); res[0].Error != nil {
+			t.Fatalf("the flood call failed: %+v", res[0].Error)
+		}
+		e.mustProbe(groqMod, probe.HTTP("GET", "https://evil.example/"))
+		mu.Lock()
+		now = now.Add(15 * time.Second)
+		mu.Unlock()
+	}
+	e.reopen() // Close stores the counts still held
+
+	recs := e.audit(store.AuditFilter{Module: stripeMod})
+	single, folded, summaries := 0, 0, 0
+	for _, r := range recs {
+		if r.Folded > 0 {
+			summaries++
+			folded += r.Folded
+			continue
+		}
+		single++
+	}
+	if single != 2*audit.RecordsPerWindow || single+folded != calls*each {
+		t.Errorf("flooding module: %d one by one + %d folded; want %d one by one and %d in all", single, folded, 2*audit.RecordsPerWindow, calls*each)
+	}
+	// Two windows of denials: at most twice a verdict's share of the bound.
+	if most := 2 * (audit.RecordsPerWindow + audit.SummariesPerWindow); len(recs) > most {
+		t.Errorf("flooding module: %d records (%d summaries) over two windows, want at most %d", len(recs), summaries, most)
+	}
+	other := e.audit(store.AuditFilter{Module: groqMod})
+	if len(other) != calls {
+		t.Errorf("the other module: %d records, want its %d denials", len(other), calls)
+	}
+	for _, r := range other {
+		if r.Folded != 0 || r.Target != "evil.example:443" {
+			t.Errorf("the other module's record %+v, want its denial one by one", r)
+		}
 	}
 }
 

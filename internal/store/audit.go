@@ -11,8 +11,9 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 )
 
-// AuditRecord is one stored sandbox decision. ID orders records by the time
-// they were stored.
+// AuditRecord is one stored sandbox decision, or a summary row of the audit
+// rate limit (Folded > 0: the number of decisions it stands for). ID orders
+// records by the time they were stored.
 type AuditRecord struct {
 	ID int64 `json:"id"`
 	sandbox.Decision
@@ -46,8 +47,8 @@ func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) e
 		return nil
 	}
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, module, command, capability, target, allowed, reason, trace)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`)
+		stmt, err := tx.PrepareContext(ctx, `INSERT INTO audit (time, module, command, capability, target, allowed, reason, trace, folded)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 		if err != nil {
 			return err
 		}
@@ -57,7 +58,7 @@ func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) e
 			if err != nil {
 				return fmt.Errorf("decision of %s: %w", d.Module, err)
 			}
-			if _, err := stmt.ExecContext(ctx, at, d.Module, d.Command, string(d.Capability), d.Target, d.Allowed, d.Reason, d.Trace); err != nil {
+			if _, err := stmt.ExecContext(ctx, at, d.Module, d.Command, string(d.Capability), d.Target, d.Allowed, d.Reason, d.Trace, d.Folded); err != nil {
 				return err
 			}
 		}
@@ -98,7 +99,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		where = append(where, "time >= ?", "id >= (SELECT min(id) FROM audit WHERE time >= ?)")
 		args = append(args, since, since)
 	}
-	q := `SELECT id, time, module, command, capability, target, allowed, reason, trace FROM audit`
+	q := `SELECT id, time, module, command, capability, target, allowed, reason, trace, folded FROM audit`
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
@@ -114,7 +115,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		var r AuditRecord
 		var at int64
 		var capability string
-		if err := rows.Scan(&r.ID, &at, &r.Module, &r.Command, &capability, &r.Target, &r.Allowed, &r.Reason, &r.Trace); err != nil {
+		if err := rows.Scan(&r.ID, &at, &r.Module, &r.Command, &capability, &r.Target, &r.Allowed, &r.Reason, &r.Trace, &r.Folded); err != nil {
 			return nil, fmt.Errorf("read audit: %w", err)
 		}
 		r.Time = fromNanos(at)

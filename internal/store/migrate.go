@@ -25,6 +25,9 @@ import (
 //   - 5: module_usage (what each module's files take: bytes grown and
 //     names created, so that the quota and the entry limit hold across
 //     restarts). See usage.go.
+//   - 6: audit.folded (how many decisions a rate-limit summary row stands
+//     for; 0 for a decision recorded one by one). Summary rows stored
+//     before it get their count from their reason text.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -159,11 +162,15 @@ var migrations = []string{
 		entries    INTEGER NOT NULL,
 		updated_at INTEGER NOT NULL -- Unix nanoseconds, UTC
 	) STRICT;`,
+	// 6
+	`ALTER TABLE audit ADD COLUMN folded INTEGER NOT NULL DEFAULT 0; -- decisions a summary row stands for, 0 if none
+	UPDATE audit SET folded = CAST(substr(reason, 19, instr(reason, ' more ') - 19) AS INTEGER)
+		WHERE reason LIKE 'audit rate limit: % more %' AND target LIKE '(% decisions)';`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {

@@ -269,6 +269,9 @@ func TestAudit(t *testing.T) {
 		if i%4 == 2 {
 			d.Trace = "run/1/step/s"
 		}
+		if i == 5 {
+			d.Folded, d.Target = 700, "(700 decisions)" // a rate-limit summary row
+		}
 		all = append(all, d)
 	}
 	if err := s.AppendAudit(ctx, all[:4]); err != nil {
@@ -323,6 +326,48 @@ func TestAudit(t *testing.T) {
 				t.Errorf("Audit(%+v) =\n%+v\nwant\n%+v", tt.f, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestAuditFoldedMigration: summary rows stored before schema 6, whose
+// count was only in their reason, get it in folded; no other row does.
+func TestAuditFoldedMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "station.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:5]
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []struct{ target, reason string }{
+		{"(700 decisions)", "audit rate limit: 700 more denied network decisions from 2026-11-29T12:00:00Z to 2026-11-29T12:00:01Z were counted, not recorded one by one"},
+		{"(3 decisions)", "audit rate limit: 3 more allowed filesystem decisions from 2026-11-29T12:00:00Z to 2026-11-29T12:00:00Z were counted, not recorded one by one"},
+		{"evil.example:443", "is not in its allowlist"},
+		{"evil.example:443", "audit rate limit: 9 more denied network decisions, says the module"}, // not a summary's target
+	}
+	for _, r := range rows {
+		if _, err := s.db.Exec(`INSERT INTO audit (time, module, command, capability, target, allowed, reason, trace) VALUES (1, 'dave/a', '', 'network', ?, 0, ?, '')`, r.target, r.reason); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	migrations = saved
+	s, err = Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	recs, err := s.Audit(context.Background(), AuditFilter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	for _, r := range recs {
+		got = append(got, r.Folded)
+	}
+	if want := []int{700, 3, 0, 0}; !reflect.DeepEqual(got, want) {
+		t.Errorf("folded after the migration = %v, want %v", got, want)
 	}
 }
 
