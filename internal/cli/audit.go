@@ -2,11 +2,13 @@ package cli
 
 import (
 	"fmt"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/audit"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 )
@@ -19,7 +21,12 @@ func (a *app) auditCmd() *cobra.Command {
 		Use:   "audit",
 		Short: "List sandbox decisions (allowed and denied)",
 		Long: `Audit lists every decision the sandbox gates made: time, module, command,
-capability, target, decision and reason. Newest last.`,
+capability, target, decision, folded and reason. Newest last.
+
+A module's records are rate-limited: at most ` + strconv.Itoa(audit.MaxPerWindow) + ` in any minute (` + strconv.Itoa(audit.RecordsPerWindow) + `
+allowed and ` + strconv.Itoa(audit.RecordsPerWindow) + ` denied decisions one by one, and up to ` + strconv.Itoa(audit.SummariesPerWindow) + ` summary rows of
+each). A summary row stands for the decisions FOLDED says (the JSON field
+"folded"; 0 for a decision recorded one by one), which are in no other row.`,
 		Example: "  station audit --denied\n  station audit --module dave/stripe-invoicing --json",
 		Args:    exactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -54,13 +61,13 @@ capability, target, decision and reason. Newest last.`,
 				return nil
 			}
 			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
-			fmt.Fprintln(tw, "TIME\tMODULE\tCOMMAND\tCAPABILITY\tTARGET\tDECISION\tREASON")
+			fmt.Fprintln(tw, "TIME\tMODULE\tCOMMAND\tCAPABILITY\tTARGET\tDECISION\tFOLDED\tREASON")
 			for _, r := range recs {
 				d := "allow"
 				if !r.Allowed {
 					d = "DENY"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Module, r.Command, r.Capability, r.Target, d, r.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Module, r.Command, r.Capability, r.Target, d, folded(r.Folded), r.Reason)
 			}
 			return tw.Flush()
 		},
@@ -71,4 +78,13 @@ capability, target, decision and reason. Newest last.`,
 	c.Flags().DurationVar(&since, "since", 0, "only decisions newer than this (e.g. 1h)")
 	c.Flags().BoolVar(&asJSON, "json", false, "print as JSON")
 	return c
+}
+
+// folded is a record's FOLDED column: the decisions a summary row stands
+// for, "-" for a decision recorded one by one.
+func folded(n int) string {
+	if n == 0 {
+		return "-"
+	}
+	return strconv.Itoa(n)
 }

@@ -116,6 +116,9 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		if !r.Allowed {
 			d = "DENY "
 		}
+		if r.Folded > 0 {
+			d += fmt.Sprintf(" (folded %d)", r.Folded)
+		}
 		fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", r.Time.Local().Format("15:04:05.000"), r.Module, r.Command, r.Capability, d, r.Target, r.Reason)
 	}
 	fmt.Fprintf(w, "\ndemo finished: one call allowed, one denied; fake API saw %d request(s), all from allowed calls.\n", fake.requests())

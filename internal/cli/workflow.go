@@ -566,6 +566,9 @@ func printRun(w io.Writer, r shownRun) {
 				if !rec.Allowed {
 					d = "DENY "
 				}
+				if rec.Folded > 0 {
+					d += fmt.Sprintf(" (folded %d)", rec.Folded)
+				}
 				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, rec.Module, rec.Capability, rec.Target, rec.Reason)
 			}
 		}

@@ -407,6 +407,45 @@ func TestReloadAppliesAnotherProcessesInstall(t *testing.T) {
 	}
 }
 
+// TestOpenAPIDescribesEveryAuditField keeps docs/openapi.yaml's Decision,
+// what GET /v1/audit answers, true to store.AuditRecord's JSON: every field
+// described, and nothing else.
+func TestOpenAPIDescribesEveryAuditField(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "docs", "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Components struct {
+			Schemas map[string]struct {
+				Properties map[string]any `yaml:"properties"`
+			} `yaml:"schemas"`
+		} `yaml:"components"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		t.Fatalf("docs/openapi.yaml: %v", err)
+	}
+	b, err := json.Marshal(store.AuditRecord{Decision: sandbox.Decision{Command: "c", Reason: "r", Trace: "t"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fields map[string]any
+	if err := json.Unmarshal(b, &fields); err != nil {
+		t.Fatal(err)
+	}
+	described := doc.Components.Schemas["Decision"].Properties
+	for f := range fields {
+		if _, ok := described[f]; !ok {
+			t.Errorf("audit record field %q is not in docs/openapi.yaml's Decision", f)
+		}
+	}
+	for f := range described {
+		if _, ok := fields[f]; !ok {
+			t.Errorf("docs/openapi.yaml's Decision describes %q, which an audit record does not have", f)
+		}
+	}
+}
+
 // TestOpenAPIListsEveryRoute keeps docs/openapi.yaml true: every route the
 // server registers is described, and nothing else.
 func TestOpenAPIListsEveryRoute(t *testing.T) {
