@@ -187,7 +187,7 @@ func (c *compiler) child(ctx context.Context, id string, wasm []byte, pages uint
 // memory: the Go runtime's fatal errors and wazero's panic on a failed
 // mmap of code.
 func outOfMemory(stderr string) bool {
-	for _, s := range []string{"out of memory", "cannot allocate memory", "failed to reserve", "mmap"} {
+	for _, s := range []string{"out of memory", "cannot allocate memory", "failed to reserve"} {
 		if strings.Contains(stderr, s) {
 			return true
 		}

@@ -47,7 +47,7 @@ const (
 	DefaultMaxGlobals       = 100_000
 	DefaultMaxDataSegments  = 100_000
 	DefaultCompileTimeout   = 2 * time.Minute
-	DefaultCompileMemory    = 2 << 30
+	DefaultCompileMemory    = 3 << 30
 )
 
 // MaxTableElements bounds the initial (and declared maximum) size of every
@@ -127,22 +127,22 @@ type InstallLimitError struct {
 
 // Error renders the refusal as one line, e.g.
 //
-//	limit exceeded: module dave/x: install: function 17 nests blocks 100000 deep, more than the limit of 16384 (the operator can raise it with install.max_nesting in config.yaml)
+//	limit exceeded: module dave/x: install: function 17 nests blocks 100000 deep; the limit is 16384 (the operator can raise it with install.max_nesting in config.yaml)
 func (e *InstallLimitError) Error() string {
-	how := "a fixed limit of this station"
+	how := "a fixed limit of this station: no toolchain emits more"
 	if e.Key != "" {
 		how = "the operator can raise it with " + e.Key + " in config.yaml"
 	}
-	return fmt.Sprintf("limit exceeded: module %s: install: %s, more than the limit of %s (%s)", e.Module, e.What, e.Limit, how)
+	return fmt.Sprintf("limit exceeded: module %s: install: %s; the limit is %s (%s)", e.Module, e.What, e.Limit, how)
 }
 
 // ModuleSizeError is the refusal of a binary larger than limit bytes
-// (install.max_module_size); got is its size, or limit+1 when the reader
-// stopped there.
+// (install.max_module_size); got is its size, or -1 when only "larger" is
+// known.
 func ModuleSizeError(module string, got, limit int64) *InstallLimitError {
 	what := fmt.Sprintf("the module's binary is %d bytes", got)
-	if got == limit+1 {
-		what = "the module's binary is larger"
+	if got < 0 {
+		what = fmt.Sprintf("the module's binary is larger than %d bytes", limit)
 	}
 	return &InstallLimitError{Module: module, What: what, Limit: manifest.FormatSize(uint64(limit)), Key: "install.max_module_size"}
 }
@@ -233,6 +233,15 @@ const (
 	secDataCount = 12
 )
 
+// sectionName names a section id for messages.
+func sectionName(id byte) string {
+	names := [...]string{"custom", "type", "import", "function", "table", "memory", "global", "export", "start", "element", "code", "data", "data count"}
+	if int(id) < len(names) {
+		return "the " + names[id] + " section"
+	}
+	return fmt.Sprintf("section %d", id)
+}
+
 // sectionRank orders the known sections: the data count section comes
 // between the element and the code sections.
 var sectionRank = [...]int{secType: 1, secImport: 2, secFunction: 3, secTable: 4, secMemory: 5, secGlobal: 6,
@@ -261,7 +270,7 @@ func (c *checker) binary() error {
 			return err
 		}
 		if int64(size) > int64(len(b)-c.i) {
-			return c.fail(start, "section %d is %d bytes long, past the end of the file (%d bytes remain)", id, size, len(b)-c.i)
+			return c.fail(start, "%s is %d bytes long, past the end of the file (%d bytes remain)", sectionName(id), size, len(b)-c.i)
 		}
 		end := c.i + int(size)
 		if id != secCustom {
@@ -272,7 +281,7 @@ func (c *checker) binary() error {
 				return c.fail(start, "unknown section id %d", id)
 			}
 			if sectionRank[id] <= rank {
-				return c.fail(start, "section %d is out of order or repeated", id)
+				return c.fail(start, "%s is out of order or repeated", sectionName(id))
 			}
 			rank = sectionRank[id]
 		}
@@ -310,7 +319,7 @@ func (c *checker) binary() error {
 			return err
 		}
 		if id != secCustom && s.i != end {
-			return c.fail(s.i, "section %d has %d bytes left over", id, end-s.i)
+			return c.fail(s.i, "%s has %d bytes left over", sectionName(id), end-s.i)
 		}
 		c.i = end
 	}
@@ -398,21 +407,37 @@ func (c *checker) name() (string, error) {
 	return s, nil
 }
 
-func isValType(t byte) bool {
-	switch t {
-	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f: // i32 i64 f32 f64 v128 funcref externref
-		return true
-	}
-	return false
-}
-
+// valType reads a value type as wazero's decoder does: a number, vector or
+// reference type in its one-byte form (exnref included), or a reference
+// type written out (0x63 or 0x64 and a heap type), which wazero decodes
+// whatever the enabled features and its validator then judges.
 func (c *checker) valType() error {
 	at := c.i
 	t, err := c.byte()
-	if err == nil && !isValType(t) {
-		err = c.fail(at, "unknown value type %#x", t)
+	switch {
+	case err != nil:
+		return err
+	case t == 0x7f || t == 0x7e || t == 0x7d || t == 0x7c || t == 0x7b: // i32 i64 f32 f64 v128
+		return nil
 	}
-	return err
+	c.i = at
+	return c.refType()
+}
+
+// refType reads a reference type: funcref, externref, exnref, or 0x63/0x64
+// with a heap type (an s33).
+func (c *checker) refType() error {
+	at := c.i
+	t, err := c.byte()
+	switch {
+	case err != nil:
+		return err
+	case t == 0x70 || t == 0x6f || t == 0x69: // funcref externref exnref
+		return nil
+	case t == 0x63 || t == 0x64: // (ref null ht), (ref ht)
+		return c.skipLEB(5)
+	}
+	return c.fail(at, "unknown value type %#x", t)
 }
 
 func (c *checker) types(s *checker) error {
@@ -572,13 +597,14 @@ func (c *checker) tables(s *checker) error {
 		return err
 	}
 	for k := range n {
-		at := s.i
-		t, err := s.byte()
-		if err != nil {
-			return err
+		// A table with an initializer (typed function references) starts
+		// with 0x40 0x00 and ends with a constant expression.
+		init := s.i+1 < len(s.b) && s.b[s.i] == 0x40 && s.b[s.i+1] == 0x00
+		if init {
+			s.i += 2
 		}
-		if t != 0x70 && t != 0x6f {
-			return s.fail(at, "table %d has element type %#x", k, t)
+		if err := s.refType(); err != nil {
+			return err
 		}
 		flags, min, mx, err := s.limits()
 		if err != nil {
@@ -586,6 +612,11 @@ func (c *checker) tables(s *checker) error {
 		}
 		if min > MaxTableElements || (flags != 0x00 && mx > MaxTableElements) {
 			return fmt.Errorf("table %d may hold %d elements; the limit is %d", k, max(min, mx), MaxTableElements)
+		}
+		if init {
+			if err := s.constExpr(); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -681,8 +712,14 @@ func (c *checker) elements(s *checker) error {
 				return err
 			}
 		}
-		if flags&0x03 != 0 { // an element kind or reference type
+		switch {
+		case flags&0x03 == 0: // neither an element kind nor a reference type
+		case flags&0x04 == 0: // an element kind
 			if _, err := s.byte(); err != nil {
+				return err
+			}
+		default: // a reference type
+			if err := s.refType(); err != nil {
 				return err
 			}
 		}
@@ -899,21 +936,17 @@ func (c *checker) body(s *checker, fn, params int) error {
 			return err
 		}
 		locals += int64(m)
-		c.st.Locals += int64(m)
-		if locals > int64(c.lim.Locals) {
-			return c.over(fmt.Sprintf("function %d has %d parameters and locals", fn, locals), count(c.lim.Locals), "install.max_locals")
-		}
-		if c.st.Locals > c.lim.ModuleLocals {
-			return c.over(fmt.Sprintf("the module's functions declare %d locals", c.st.Locals), count64(c.lim.ModuleLocals), "install.max_module_locals")
-		}
+	}
+	c.st.Locals += locals - int64(params)
+	if locals > int64(c.lim.Locals) {
+		return c.over(fmt.Sprintf("function %d has %d parameters and locals", fn, locals), count(c.lim.Locals), "install.max_locals")
+	}
+	if c.st.Locals > c.lim.ModuleLocals {
+		return c.over(fmt.Sprintf("the module's functions declare %d locals", c.st.Locals), count64(c.lim.ModuleLocals), "install.max_module_locals")
 	}
 	c.st.MaxLocals = max(c.st.MaxLocals, int(locals))
-	depth, deepest, err := s.instructions(c.lim.Nesting, &c.st.Instructions)
+	depth, deepest, err := s.instructions(&c.st.Instructions)
 	if err != nil {
-		var deep *tooDeep
-		if errors.As(err, &deep) {
-			return c.over(fmt.Sprintf("function %d nests blocks more than %d deep", fn, c.lim.Nesting), count(c.lim.Nesting), "install.max_nesting")
-		}
 		var m *malformed
 		if errors.As(err, &m) {
 			m.msg = fmt.Sprintf("function %d: %s", fn, m.msg)
@@ -926,6 +959,9 @@ func (c *checker) body(s *checker, fn, params int) error {
 	if s.i != len(s.b) {
 		return s.fail(s.i, "function %d has %d bytes after its final end", fn, len(s.b)-s.i)
 	}
+	if deepest > c.lim.Nesting {
+		return c.over(fmt.Sprintf("function %d nests blocks %d deep", fn, deepest), count(c.lim.Nesting), "install.max_nesting")
+	}
 	c.st.MaxNesting = max(c.st.MaxNesting, deepest)
 	return nil
 }
@@ -933,20 +969,16 @@ func (c *checker) body(s *checker, fn, params int) error {
 // constExpr checks a constant expression: instructions up to its end.
 func (c *checker) constExpr() error {
 	var n int64
-	depth, _, err := c.instructions(0, &n)
-	if err == nil && depth != 0 {
+	depth, deepest, err := c.instructions(&n)
+	switch {
+	case err != nil:
+	case depth != 0:
 		err = c.fail(c.i, "a constant expression ends inside a block")
-	}
-	var deep *tooDeep
-	if errors.As(err, &deep) {
+	case deepest > 0:
 		err = c.fail(c.i, "a block in a constant expression")
 	}
 	return err
 }
-
-type tooDeep struct{}
-
-func (*tooDeep) Error() string { return "too deep" }
 
 // Immediates of one-byte opcodes: what follows the opcode.
 const (
@@ -1041,10 +1073,10 @@ var vecOpcodes = func() (t [256]uint8) {
 // instructions decodes instructions until the end that closes the
 // expression (depth 0), or to the end of c.b for a function body. It
 // returns the depth left open (0 once that end was read) and the deepest
-// nesting seen; a nesting deeper than maxDepth is a *tooDeep. It decodes
-// immediates exactly as wazero's validator and compiler read them, so the
-// nesting it counts is the one wazero sees.
-func (c *checker) instructions(maxDepth int, n *int64) (depth, deepest int, err error) {
+// nesting of blocks seen. It decodes immediates exactly as wazero's
+// validator and compiler read them, so the nesting it counts is the one
+// wazero sees.
+func (c *checker) instructions(n *int64) (depth, deepest int, err error) {
 	b := c.b
 	depth = 1 // the expression's own block
 	for c.i < len(b) {
@@ -1060,9 +1092,6 @@ func (c *checker) instructions(maxDepth int, n *int64) (depth, deepest int, err 
 			}
 			if depth++; depth-1 > deepest {
 				deepest = depth - 1
-				if deepest > maxDepth {
-					return depth, deepest, &tooDeep{}
-				}
 			}
 		case opEnd:
 			if depth--; depth == 0 {
