@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/netgate"
@@ -18,8 +19,34 @@ import (
 	"github.com/station-dev/station/manifest"
 )
 
-// MaxWasmSize bounds a module's wasm file.
-const MaxWasmSize = 256 << 20
+// installLimits are the host's install limits from the operator's install
+// section (zero fields: the host's defaults).
+func installLimits(in config.Install) host.InstallLimits {
+	return host.InstallLimits{
+		ModuleBytes:    int64(in.MaxModuleSize),
+		Functions:      in.MaxFunctions,
+		FunctionBytes:  int(in.MaxFunctionSize),
+		Locals:         in.MaxLocals,
+		ModuleLocals:   int64(in.MaxModuleLocals),
+		Nesting:        in.MaxNesting,
+		Types:          in.MaxTypes,
+		Imports:        in.MaxImports,
+		Exports:        in.MaxExports,
+		Globals:        in.MaxGlobals,
+		DataSegments:   in.MaxDataSegments,
+		CompileTimeout: in.CompileTimeout,
+		CompileMemory:  in.CompileMemory,
+	}
+}
+
+// maxWasmSize is the largest wasm file install reads
+// (install.max_module_size).
+func (s *Station) maxWasmSize() int64 {
+	if n := s.Config.Install.MaxModuleSize; n > 0 {
+		return int64(n)
+	}
+	return host.DefaultMaxModuleBytes
+}
 
 // Permissions is what an operator approves for a module. It is stored with
 // the module, and it is exactly what the module's gates enforce.
@@ -192,7 +219,10 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 	if err != nil {
 		return nil, err
 	}
-	wasm, err := readModuleFile(dir, man.Wasm, MaxWasmSize)
+	wasm, err := readModuleFile(dir, man.Wasm, s.maxWasmSize())
+	if big := (*tooLargeError)(nil); errors.As(err, &big) {
+		err = host.ModuleSizeError(man.ID, big.size, big.limit)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("install %s@%s: %w", man.ID, man.Version, err)
 	}
@@ -343,14 +373,29 @@ func readModuleFile(dir, name string, limit int64) ([]byte, error) {
 		return nil, fmt.Errorf("open %s: %w", name, err)
 	}
 	defer f.Close()
+	// A file known to be too large is refused before it is read.
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() > limit {
+		return nil, &tooLargeError{name: name, size: fi.Size(), limit: limit}
+	}
 	b, err := io.ReadAll(io.LimitReader(f, limit+1))
 	if err != nil {
 		return nil, err
 	}
 	if int64(len(b)) > limit {
-		return nil, fmt.Errorf("%s is larger than %d bytes", name, limit)
+		return nil, &tooLargeError{name: name, size: -1, limit: limit}
 	}
 	return b, nil
+}
+
+// tooLargeError is a module file over its limit (readModuleFile); size is
+// -1 when the file's size is not known.
+type tooLargeError struct {
+	name        string
+	size, limit int64
+}
+
+func (e *tooLargeError) Error() string {
+	return fmt.Sprintf("%s is larger than %d bytes", e.name, e.limit)
 }
 
 func writeAtomic(path string, data []byte, mode os.FileMode) error {

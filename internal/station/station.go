@@ -152,6 +152,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	hopts.FilesystemOpenFilesPerInstance = int64(cfg.Filesystem.OpenFilesPerInstance)
 	hopts.Usage = st
 	hopts.Exec = func() execgate.Operator { return execOperator(context.Background(), cfg, home, st) }
+	hopts.Install = installLimits(cfg.Install)
 	h, err := host.New(hopts)
 	if err != nil {
 		aw.Close(ctx)

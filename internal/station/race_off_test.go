@@ -1,0 +1,5 @@
+//go:build !race
+
+package station_test
+
+const raceDetector = false
