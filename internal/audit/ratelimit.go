@@ -21,7 +21,8 @@ import (
 // Folded field says how many decisions each stands for: every decision is
 // stored one by one or counted in exactly one summary. See RATIONALE.md,
 // "Why is the audit log rate-limited per module, and how does it stay
-// complete?" and "What bounds a module's audit records?".
+// complete?" and "What bounds a module's audit records, and why these
+// numbers?".
 const (
 	// Window is the span the bounds are counted over: any Window of the
 	// rate limit's clock, sliding, not minutes of the wall clock.
