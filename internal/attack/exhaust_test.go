@@ -12,8 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/station-dev/station/internal/audit"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/internal/store"
 )
 
 // openFDs is how many descriptors the test process (the station) holds.
@@ -132,6 +134,38 @@ func TestExhaustion(t *testing.T) {
 		}
 		if refusals < calls {
 			t.Errorf("%d open-file refusals of %s in the audit log, want at least %d", refusals, modFS, calls)
+		}
+		mustHold(t, w, fds, goroutines, &second)
+	})
+
+	t.Run("audit flood", func(t *testing.T) {
+		fds, goroutines := openFDs(t), runtime.NumGoroutine()
+		since := time.Now()
+		// 6,000 denied requests in two calls: the module's records stay
+		// within the documented bound, the summaries say how many they
+		// fold, and the station is as before.
+		flood := make([]probe.Action, 3000)
+		for i := range flood {
+			flood[i] = probe.HTTP("GET", "https://evil.example/")
+		}
+		for range 2 {
+			if _, err := w.run(modStripe, flood...); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := w.st.Audit.Flush(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		recs, err := w.st.Store.Audit(context.Background(), store.AuditFilter{Module: modStripe, Since: since, Limit: 100000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		folded := 0
+		for _, r := range recs {
+			folded += r.Folded
+		}
+		if len(recs) > audit.MaxPerWindow || len(recs) == 0 || folded == 0 {
+			t.Errorf("%d audit records of the flooding module in under a minute (%d folded into summaries), want some, at most %d, and summaries", len(recs), folded, audit.MaxPerWindow)
 		}
 		mustHold(t, w, fds, goroutines, &second)
 	})
