@@ -3,12 +3,15 @@ package host
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strconv"
@@ -91,12 +94,14 @@ func newCompiler(opts Options, log *slog.Logger) *compiler {
 // compile compiles wasm for module id into rt within the install limits.
 func (c *compiler) compile(ctx context.Context, rt wazero.Runtime, id, digest string, wasm []byte, pages uint32) (wazero.CompiledModule, error) {
 	key := digest + "/" + strconv.FormatUint(uint64(pages), 10)
-	if _, ok := c.vetted.Load(key); !ok && c.cacheDir != "" {
+	if _, ok := c.vetted.Load(key); !ok && c.cacheDir != "" && !c.marked(key) {
 		switch err := c.child(ctx, id, wasm, pages); {
 		case errors.Is(err, errNoChild):
 			// Logged; the in-process compile below still has the time bound.
 		case err != nil:
 			return nil, err
+		default:
+			c.mark(key)
 		}
 	}
 	cctx, cancel := context.WithTimeout(experimental.WithCompilationWorkers(ctx, c.workers), c.lim.CompileTimeout)
@@ -111,6 +116,42 @@ func (c *compiler) compile(ctx context.Context, rt wazero.Runtime, id, digest st
 	c.vetted.Store(key, struct{}{})
 	return compiled, nil
 }
+
+// marker is the file that records, next to the compilation cache, that a
+// child compiled the module with key within the current bounds and
+// wazero: a later station process (a restart, each one-shot station run)
+// then reads the code from the cache without a child. A marker whose cache
+// entry is gone leaves the station to compile in-process, still within the
+// time bound, a module that compiled within the memory bound before.
+func (c *compiler) marker(key string) string {
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\x00%d\x00%d\x00%s", key, c.lim.CompileTimeout, c.lim.CompileMemory, wazeroVersion())
+	return filepath.Join(c.cacheDir, "station-vetted", hex.EncodeToString(h.Sum(nil)))
+}
+
+func (c *compiler) marked(key string) bool {
+	_, err := os.Stat(c.marker(key))
+	return err == nil
+}
+
+func (c *compiler) mark(key string) {
+	m := c.marker(key)
+	if os.MkdirAll(filepath.Dir(m), 0o700) == nil {
+		_ = os.WriteFile(m, nil, 0o600)
+	}
+}
+
+// wazeroVersion is the version of wazero built into this binary.
+var wazeroVersion = sync.OnceValue(func() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == "github.com/tetratelabs/wazero" {
+				return d.Version
+			}
+		}
+	}
+	return "unknown"
+})
 
 func (c *compiler) tooSlow(id string) error {
 	return &InstallLimitError{Module: id, What: "compiling it takes longer", Limit: c.lim.CompileTimeout.String(), Key: "install.compile_timeout"}
