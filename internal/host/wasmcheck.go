@@ -396,13 +396,13 @@ func (c *checker) vec(what string, least int) (int, error) {
 	return int(n), nil
 }
 
-// name reads a name and returns it (bounded for messages).
-func (c *checker) name() (string, error) {
+// name reads a name and returns its bytes (not copied).
+func (c *checker) name() ([]byte, error) {
 	n, err := c.vec("name", 1)
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	s := string(c.b[c.i : c.i+n])
+	s := c.b[c.i : c.i+n]
 	c.i += n
 	return s, nil
 }
@@ -531,7 +531,8 @@ func (c *checker) imports(s *checker) error {
 	return c.checkFunctions()
 }
 
-func quoteName(s string) string {
+func quoteName(b []byte) string {
+	s := string(b)
 	if len(s) > 64 {
 		s = s[:64] + "..."
 	}
@@ -794,7 +795,7 @@ func (c *checker) custom(s *checker) error {
 	if err != nil {
 		return err
 	}
-	if name != "name" {
+	if string(name) != "name" {
 		return nil
 	}
 	if c.hasName {
@@ -896,6 +897,7 @@ func (c *checker) code(s *checker) error {
 	if n != len(c.funcTypes) {
 		return s.fail(s.i, "the code section has %d bodies for %d declared functions", n, len(c.funcTypes))
 	}
+	body := &checker{} // reused for every body
 	for k := range n {
 		fn := c.funcs + k // the function's index
 		at := s.i
@@ -911,7 +913,7 @@ func (c *checker) code(s *checker) error {
 		}
 		c.st.MaxFunction = max(c.st.MaxFunction, int(size))
 		end := s.i + int(size)
-		body := &checker{b: s.b[:end], i: s.i}
+		body.b, body.i = s.b[:end], s.i
 		if err := c.body(body, fn, int(c.typeParams[c.funcTypes[k]])); err != nil {
 			return err
 		}
