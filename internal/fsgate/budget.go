@@ -124,6 +124,50 @@ func (b *budget) put() { b.n.Add(-1) }
 type instanceState struct {
 	open    budget
 	pending atomic.Uint32
+
+	mu       sync.Mutex
+	files    map[experimentalsys.File]struct{} // open files and directories, for CloseFiles
+	rootFree bool                              // the one uncounted directory "/" is open (see takeAbove)
+}
+
+// track adds f to the instance's open files.
+func (s *instanceState) track(f experimentalsys.File) {
+	s.mu.Lock()
+	if s.files == nil {
+		s.files = map[experimentalsys.File]struct{}{}
+	}
+	s.files[f] = struct{}{}
+	s.mu.Unlock()
+}
+
+// untrack removes f from the instance's open files.
+func (s *instanceState) untrack(f experimentalsys.File) {
+	s.mu.Lock()
+	delete(s.files, f)
+	s.mu.Unlock()
+}
+
+// CloseFiles closes every file the instance whose file system is fsys
+// (from Gate.FS) still holds, giving back its budgets. The host calls it
+// when it discards an instance: wazero does not close an instance's files
+// when a deadline closed the instance and the guest then trapped or
+// exited, so the gate does not rely on it. It is safe to call more than
+// once, and a file closed here is not closed again by wazero.
+func CloseFiles(fsys experimentalsys.FS) {
+	r, ok := fsys.(interface{ state() *instanceState })
+	if !ok {
+		return
+	}
+	s := r.state()
+	s.mu.Lock()
+	files := make([]experimentalsys.File, 0, len(s.files))
+	for f := range s.files {
+		files = append(files, f)
+	}
+	s.mu.Unlock()
+	for _, f := range files {
+		f.Close()
+	}
 }
 
 // Error numbers of a refusal over a limit, as the gate's operations return
@@ -141,6 +185,7 @@ const (
 	wasiEDQUOT = 19
 	wasiEMFILE = 33
 	wasiENFILE = 41
+	wasiEBADF  = 8
 )
 
 // putEntry gives back a name: one taken by takeEntry for an operation that
@@ -159,6 +204,12 @@ func (g *Gate) putEntry() {
 // Account counts what a module's files take: the bytes its regular files
 // grew by and the names it created. It is safe for concurrent use.
 type Account struct {
+	// ns is held exclusively by a rename from its checks to the rename, and
+	// shared by every other operation that adds or removes names, so that
+	// the type of what a rename moves cannot change in between, and so
+	// that the names it replaces are counted once. It is the account's, not
+	// a gate's, so that it holds across the gates of a module's versions.
+	ns sync.RWMutex
 	// mu guards used and serializes the operations that change file sizes.
 	mu      sync.Mutex
 	used    int64
@@ -172,6 +223,24 @@ func NewAccount(u Usage) *Account {
 	a := &Account{used: max(u.Bytes, 0)}
 	a.entries.Store(max(u.Entries, 0))
 	return a
+}
+
+// Add adds d to the account (never below zero): what another station
+// process on the same store counted.
+func (a *Account) Add(d Usage) {
+	if d == (Usage{}) {
+		return
+	}
+	a.mu.Lock()
+	a.used = max(0, a.used+d.Bytes)
+	a.mu.Unlock()
+	for {
+		n := a.entries.Load()
+		if a.entries.CompareAndSwap(n, max(0, n+d.Entries)) {
+			break
+		}
+	}
+	a.gen.Add(1)
 }
 
 // Usage returns what the module's files take now.

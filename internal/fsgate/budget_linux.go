@@ -65,3 +65,42 @@ func (m *mountFS) takeEntry(target string) errno {
 		}
 	}
 }
+
+// takeAbove holds the budgets for d, a directory above the mount roots the
+// instance opens. It uses no host descriptor, so the process's share is
+// not touched, but it takes memory, so the instance's and the module's
+// budgets count it — except one "/" at a time, which wazero opens for the
+// preopen and keeps for the instance's life.
+func (r *rootFS) takeAbove(d *aboveDir) errno {
+	s, g := r.inst, r.g
+	if d.abs == "/" {
+		s.mu.Lock()
+		free := !s.rootFree
+		s.rootFree = true
+		s.mu.Unlock()
+		if free {
+			d.free = true
+			return 0
+		}
+	}
+	if !s.open.take(g.openPerInstance) {
+		return g.limited(r.hooks, s, d.abs, fmt.Sprintf("would exceed its limit of %d open files per instance (filesystem.open_files_per_instance); close the files it no longer needs", g.openPerInstance), g.openPerInstance, wasiEMFILE, errTooManyOpen)
+	}
+	if !g.open.take(g.openFiles) {
+		s.open.put()
+		return g.limited(r.hooks, s, d.abs, fmt.Sprintf("would exceed its limit of %d open files over all its instances (filesystem.open_files)", g.openFiles), g.openFiles, wasiEMFILE, errTooManyOpen)
+	}
+	return 0
+}
+
+// putAbove gives back what takeAbove took for d.
+func (d *aboveDir) putAbove() {
+	if d.free {
+		d.inst.mu.Lock()
+		d.inst.rootFree = false
+		d.inst.mu.Unlock()
+		return
+	}
+	d.inst.open.put()
+	d.g.open.put()
+}

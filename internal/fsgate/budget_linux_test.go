@@ -379,3 +379,144 @@ func TestReserve(t *testing.T) {
 		t.Errorf("the process budget is %d of %d, want the limit %d less its reserve %d", d.Limit(), d.ProcessLimit(), want, Reserve(want))
 	}
 }
+
+// A module may not take more than a quarter of a small process share.
+func TestOpenFilesCappedByShare(t *testing.T) {
+	g, _, _ := budgetEnv(t, Options{Descriptors: NewDescriptors(200)})
+	if l := g.Limits(); l.OpenFiles != 50 || l.OpenFilesPerInstance != 50 {
+		t.Errorf("limits %+v under a share of 200, want 50 open files, 50 per instance", l)
+	}
+}
+
+// Directories above the mount roots use no host descriptor but memory:
+// they count against the instance's and the module's budgets, except the
+// one "/" wazero keeps for the preopen.
+func TestAboveDirsCounted(t *testing.T) {
+	g, _, _ := budgetEnv(t, Options{OpenFilesPerInstance: 3, Descriptors: NewDescriptors(1000)})
+	fsys, _ := g.FS(Hooks{})
+	var held []experimentalsys.File
+	for i := range 4 {
+		d, e := fsys.OpenFile("/", experimentalsys.O_RDONLY, 0)
+		if e != 0 {
+			t.Fatalf("open / #%d: errno %v", i, e)
+		}
+		held = append(held, d)
+	}
+	if _, e := fsys.OpenFile("/", experimentalsys.O_RDONLY, 0); e != errTooManyOpen {
+		t.Errorf("5th open of /: errno %v, want the open-file refusal", e)
+	}
+	if OpenIn(fsys) != 3 {
+		t.Errorf("OpenIn = %d, want 3 (the first / is free)", OpenIn(fsys))
+	}
+	for _, d := range held {
+		d.Close()
+	}
+	if OpenIn(fsys) != 0 || g.OpenFiles() != 0 {
+		t.Errorf("after closing: OpenIn %d, module %d", OpenIn(fsys), g.OpenFiles())
+	}
+}
+
+// CloseFiles closes what an instance still holds (wazero does not, when a
+// deadline closed the instance and the guest then trapped), and a later
+// close by wazero gives nothing back twice.
+func TestCloseFiles(t *testing.T) {
+	shared := NewDescriptors(1000)
+	g, base, _ := budgetEnv(t, Options{Descriptors: shared})
+	fsys, _ := g.FS(Hooks{})
+	before := openFDs(t)
+	a := strings.TrimPrefix(base, "/") + "/out/a.txt"
+	var held []experimentalsys.File
+	for range 5 {
+		f, e := fsys.OpenFile(a, experimentalsys.O_RDONLY, 0)
+		if e != 0 {
+			t.Fatal(e)
+		}
+		held = append(held, f)
+	}
+	d, _ := fsys.OpenFile("/", experimentalsys.O_RDONLY, 0)
+	d2, _ := fsys.OpenFile("/", experimentalsys.O_RDONLY, 0)
+	held = append(held, d, d2)
+	CloseFiles(fsys)
+	CloseFiles(fsys)
+	if g.OpenFiles() != 0 || shared.InUse() != 0 || OpenIn(fsys) != 0 {
+		t.Errorf("after CloseFiles: module %d, shared %d, instance %d", g.OpenFiles(), shared.InUse(), OpenIn(fsys))
+	}
+	if got := openFDs(t); got != before {
+		t.Errorf("%d descriptors open after CloseFiles, %d before the files", got, before)
+	}
+	for _, f := range held {
+		f.Close()
+	}
+	if g.OpenFiles() != 0 || shared.InUse() != 0 {
+		t.Errorf("a second close gave back twice: module %d, shared %d", g.OpenFiles(), shared.InUse())
+	}
+}
+
+// An O_CREAT open of a name another instance keeps removing and creating
+// never creates a name it does not count.
+func TestEntryCountUnderCreateUnlinkRace(t *testing.T) {
+	g, base, _ := budgetEnv(t, Options{Entries: 100000})
+	out := strings.TrimPrefix(base, "/") + "/out/"
+	fs1, _ := g.FS(Hooks{})
+	fs2, _ := g.FS(Hooks{})
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		for range 2000 {
+			if f, e := fs1.OpenFile(out+"x", experimentalsys.O_WRONLY|experimentalsys.O_CREAT, 0o644); e == 0 {
+				f.Close()
+			}
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		for range 2000 {
+			fs2.Unlink(out + "x")
+		}
+	}()
+	wg.Wait()
+	names, _ := os.ReadDir(filepath.Join(base, "out"))
+	if want := int64(len(names) - 2); g.Usage().Entries != want {
+		t.Errorf("%d entries counted, %d names created on disk", g.Usage().Entries, want)
+	}
+}
+
+// fd_renumber to a huge descriptor number is refused (EBADF) instead of
+// growing wazero's table in host memory.
+func TestRenumberBounded(t *testing.T) {
+	ctx := context.Background()
+	typ := []byte{0x60, 2, 0x7f, 0x7f, 1, 0x7f}
+	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	section := func(id byte, content []byte) []byte { return append([]byte{id, byte(len(content))}, content...) }
+	var imp, exp []byte
+	imp = append(append(append([]byte{1}, name("wasi_snapshot_preview1")...), name("fd_renumber")...), 0, 0)
+	exp = append(append([]byte{1}, name("renumber")...), 0, 1)
+	body := []byte{0, 0x20, 0, 0x20, 1, 0x10, 0, 0x0b}
+	var wasm []byte
+	wasm = append(wasm, "\x00asm\x01\x00\x00\x00"...)
+	wasm = append(wasm, section(1, append([]byte{1}, typ...))...)
+	wasm = append(wasm, section(2, imp)...)
+	wasm = append(wasm, section(3, []byte{1, 0})...)
+	wasm = append(wasm, section(7, exp)...)
+	wasm = append(wasm, section(10, append([]byte{1, byte(len(body))}, body...))...)
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
+	defer r.Close(ctx)
+	if _, err := InstantiateWASI(ctx, r); err != nil {
+		t.Fatal(err)
+	}
+	mod, err := r.InstantiateWithConfig(ctx, wasm, wazero.NewModuleConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := mod.ExportedFunction("renumber").Call(ctx, 1, 1<<26)
+	if err != nil || res[0] != wasiEBADF {
+		t.Errorf("fd_renumber(1, 1<<26) = %v, %v; want EBADF (%d)", res, err, wasiEBADF)
+	}
+	// A small target reaches wazero's own fd_renumber (which does not
+	// renumber stdout: ENOTSUP).
+	res, err = mod.ExportedFunction("renumber").Call(ctx, 1, 9)
+	if err != nil || res[0] == wasiEBADF {
+		t.Errorf("fd_renumber(1, 9) = %v, %v; want wazero's own answer", res, err)
+	}
+}

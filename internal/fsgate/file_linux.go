@@ -364,6 +364,7 @@ func (f *file) Close() errno {
 		return 0
 	}
 	f.closed = true
+	f.m.inst.untrack(f)
 	f.m.putFD()
 	return experimentalsys.UnwrapOSError(f.f.Close())
 }

@@ -117,11 +117,6 @@ type Gate struct {
 	opened []*openRoot // nil until the first FS
 	closed bool
 
-	// ns is held exclusively by Rename from its checks to the rename, and
-	// shared by every other operation that adds or removes names, so that
-	// the type of what a rename moves cannot change in between (see
-	// Rename).
-	ns sync.RWMutex
 	// acct counts what the module's files take, shared with the gates of
 	// its other versions still loaded; its lock serializes the operations
 	// that change file sizes, so that the quota counts exactly what this
@@ -189,6 +184,11 @@ func New(o Options) (*Gate, error) {
 	if g.fds == nil {
 		g.fds = ProcessDescriptors()
 	}
+	// Where the process limit is small, no module may take more than a
+	// quarter of what all modules share, nor an instance more than its
+	// module.
+	g.openFiles = min(g.openFiles, max(g.fds.limit/4, 16))
+	g.openPerInstance = min(g.openPerInstance, g.openFiles)
 	if g.rec == nil {
 		g.rec = sandbox.Discard
 	}

@@ -339,8 +339,8 @@ func (m *mountFS) openFile(rel string, mustDir bool, k kind, flag experimentalsy
 		return nil, experimentalsys.EISDIR
 	}
 	if flag&experimentalsys.O_CREAT != 0 {
-		m.g.ns.RLock()
-		defer m.g.ns.RUnlock()
+		m.g.acct.ns.RLock()
+		defer m.g.acct.ns.RUnlock()
 	}
 	c := &checker{m: m, k: k, orig: rel}
 	var out *file
@@ -415,35 +415,58 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 		}
 	}
 
-	// A descriptor is held from here; an entry too if the open may create
-	// the file. Such an open is made exclusive, so that the entry is
-	// counted only if it really created it; when the guest did not ask for
-	// O_EXCL and the file appeared meanwhile, it opens the existing file.
+	// A descriptor is held from here. An open that may create the file
+	// holds an entry too, and creates only with O_EXCL, so that the entry
+	// is counted exactly when it created the name: when the name exists
+	// (and the guest did not ask for O_EXCL) it is opened without O_CREAT,
+	// and if it was removed meanwhile, created after all. Once the open
+	// created the name, the entry stays counted, even if the file is then
+	// refused: the name is on disk.
 	if e := m.takeFD(abs); e != 0 {
 		return nil, nil, e
 	}
-	kept, created := false, false
+	kept := false
 	defer func() {
 		if !kept {
 			m.putFD()
 		}
 	}()
-	if flag&experimentalsys.O_CREAT != 0 && lookErr != 0 {
-		if e := m.takeEntry(abs); e != 0 {
-			return nil, nil, e
+	creating := flag&experimentalsys.O_CREAT != 0
+	entry, made := false, false
+	defer func() {
+		if entry && !made {
+			m.g.putEntry()
 		}
-		created = true
-		defer func() {
-			if !kept || !created {
-				m.g.putEntry()
-			}
-		}()
-	}
+	}()
 	raced("open", a.rel)
-	fd, err := openat(a.dir, a.name, oflags|exclIf(created), uint32(perm.Perm()))
-	if err == unix.EEXIST && created && !exclusive {
-		created = false
-		fd, err = openat(a.dir, a.name, oflags&^unix.O_CREAT, uint32(perm.Perm()))
+	var fd int
+	var err error
+	mayExist := lookErr == 0 && !exclusive
+	for try := 0; ; try++ {
+		if !creating || mayExist {
+			fd, err = openat(a.dir, a.name, oflags&^unix.O_CREAT, uint32(perm.Perm()))
+			if err == unix.ENOENT && creating && try < 3 {
+				mayExist = false // removed since the look: create it
+				continue
+			}
+			break
+		}
+		if !entry {
+			if e := m.takeEntry(abs); e != 0 {
+				return nil, nil, e
+			}
+			entry = true
+		}
+		fd, err = openat(a.dir, a.name, oflags|unix.O_EXCL, uint32(perm.Perm()))
+		if err == nil {
+			made = true
+			break
+		}
+		if err == unix.EEXIST && !exclusive && try < 3 {
+			mayExist = true // created meanwhile: open it
+			continue
+		}
+		break
 	}
 	switch {
 	case err == unix.ELOOP && follow: // it became a symbolic link since the look
@@ -480,15 +503,9 @@ func (m *mountFS) open(c *checker, a *at, flag experimentalsys.Oflag, perm fs.Fi
 		m.allow(abs, openReason(flag)+" (allowed by "+c.glob+")")
 	}
 	kept = true
-	return newFile(m, fd, a.rel, c.glob, &st, flag), nil, 0
-}
-
-// exclIf is O_EXCL when an open must create its file.
-func exclIf(create bool) int {
-	if create {
-		return unix.O_EXCL
-	}
-	return 0
+	f := newFile(m, fd, a.rel, c.glob, &st, flag)
+	m.inst.track(f)
+	return f, nil, 0
 }
 
 // openat is unix.Openat retried on EINTR.
@@ -675,8 +692,8 @@ func (c *checker) allowed(rel, verb string) {
 
 // mkdir creates the directory rel, which must be writable.
 func (m *mountFS) mkdir(rel string, mustDir bool, perm fs.FileMode) errno {
-	m.g.ns.RLock()
-	defer m.g.ns.RUnlock()
+	m.g.acct.ns.RLock()
+	defer m.g.acct.ns.RUnlock()
 	return m.mutate(rel, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return experimentalsys.EEXIST
@@ -698,8 +715,8 @@ func (m *mountFS) mkdir(rel string, mustDir bool, perm fs.FileMode) errno {
 
 // rmdir removes the directory rel, which must be writable.
 func (m *mountFS) rmdir(rel string, mustDir bool) errno {
-	m.g.ns.RLock()
-	defer m.g.ns.RUnlock()
+	m.g.acct.ns.RLock()
+	defer m.g.acct.ns.RUnlock()
 	return m.mutate(rel, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return c.refuse(a.rel, "is the root of a mount")
@@ -717,8 +734,8 @@ func (m *mountFS) rmdir(rel string, mustDir bool) errno {
 // file's last link are returned to the quota. "name/" is never unlinked
 // (unlinkat(2) answers ENOTDIR, or EISDIR for a directory).
 func (m *mountFS) unlink(rel string, mustDir bool) errno {
-	m.g.ns.RLock()
-	defer m.g.ns.RUnlock()
+	m.g.acct.ns.RLock()
+	defer m.g.acct.ns.RUnlock()
 	return m.mutate(rel, func(c *checker, a *at) errno {
 		if a.name == "." {
 			return c.refuse(a.rel, "is the root of a mount")
@@ -794,8 +811,8 @@ func pairTarget(from, to string) string {
 // operation of this module can turn a file it checked into a directory (or
 // the reverse) before it renames.
 func (g *Gate) rename(from, to end) errno {
-	g.ns.Lock()
-	defer g.ns.Unlock()
+	g.acct.ns.Lock()
+	defer g.acct.ns.Unlock()
 	return pair(from, to, func(cf, ct *checker, af, at *at) errno {
 		if af.name == "." {
 			return cf.refuse(af.rel, "is the root of a mount")
@@ -834,8 +851,8 @@ func (g *Gate) rename(from, to end) errno {
 // "old/" is what old leads to, which must be a directory, and directories
 // are not linked (EPERM), as in linkat(2).
 func (g *Gate) link(oldPath, newPath end) errno {
-	g.ns.RLock()
-	defer g.ns.RUnlock()
+	g.acct.ns.RLock()
+	defer g.acct.ns.RUnlock()
 	return pair(oldPath, newPath, func(co, cn *checker, ao, an *at) errno {
 		if ao.name == "." {
 			return experimentalsys.EPERM // a directory
@@ -880,8 +897,8 @@ func (g *Gate) link(oldPath, newPath end) errno {
 // resolved from the link's directory must stay inside the mount. Absolute
 // targets are refused.
 func (m *mountFS) symlink(target, rel string, mustDir bool) errno {
-	m.g.ns.RLock()
-	defer m.g.ns.RUnlock()
+	m.g.acct.ns.RLock()
+	defer m.g.acct.ns.RUnlock()
 	return m.mutate(rel, func(c *checker, a *at) errno {
 		switch {
 		case strings.IndexByte(target, 0) >= 0:

@@ -28,6 +28,8 @@ type rootFS struct {
 
 func (r *rootFS) held() int64 { return r.inst.open.n.Load() }
 
+func (r *rootFS) state() *instanceState { return r.inst }
+
 // limitErrno implements limiter: the WASI error number of the refusal
 // over a limit the instance's last operation returned, if any.
 func (r *rootFS) limitErrno() (uint32, bool) {
@@ -121,7 +123,12 @@ func (r *rootFS) OpenFile(p string, flag experimentalsys.Oflag, perm fs.FileMode
 	case k == kindWrite || !r.isAbove(pl.abs):
 		return nil, r.outside(pl.abs, k)
 	}
-	return &aboveDir{g: r.g, hooks: r.hooks, abs: pl.abs, entries: r.g.above[pl.abs]}, 0
+	d := &aboveDir{g: r.g, hooks: r.hooks, inst: r.inst, abs: pl.abs, entries: r.g.above[pl.abs]}
+	if e := r.takeAbove(d); e != 0 {
+		return nil, e
+	}
+	r.inst.track(d)
+	return d, 0
 }
 
 // Stat implements experimentalsys.FS: the path must be visible.
@@ -283,6 +290,8 @@ type aboveDir struct {
 	experimentalsys.UnimplementedFile
 	g       *Gate
 	hooks   Hooks
+	inst    *instanceState
+	free    bool // the instance's one uncounted "/" (see takeAbove)
 	abs     string
 	entries []aboveEntry
 	next    int // entries returned since the last rewind
@@ -372,7 +381,12 @@ func (d *aboveDir) Readdir(n int) ([]experimentalsys.Dirent, errno) {
 
 // Close implements experimentalsys.File.
 func (d *aboveDir) Close() errno {
+	if d.closed {
+		return 0
+	}
 	d.closed = true
+	d.inst.untrack(d)
+	d.putAbove()
 	return 0
 }
 

@@ -3,6 +3,7 @@ package fsgate
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"path"
 	"reflect"
@@ -47,8 +48,35 @@ func InstantiateWASI(ctx context.Context, r wazero.Runtime) (api.Closer, error) 
 			WithResultNames(def.ResultNames()...).
 			Export(w.name)
 	}
+	// fd_renumber grows wazero's descriptor table up to its target, in host
+	// memory outside the module's limit: a target past any budget is
+	// refused as a descriptor that cannot exist.
+	def, ok := defs["fd_renumber"]
+	if !ok {
+		return nil, errors.New("fsgate: wasi: no function fd_renumber")
+	}
+	orig, ok := def.GoFunction().(api.GoModuleFunction)
+	if !ok {
+		return nil, errors.New("fsgate: wasi: function fd_renumber is not a Go module function")
+	}
+	b.NewFunctionBuilder().
+		WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, mod api.Module, stack []uint64) {
+			if uint32(stack[1]) > MaxDescriptor {
+				stack[0] = wasiEBADF
+				return
+			}
+			orig.Call(ctx, mod, stack)
+		}), def.ParamTypes(), def.ResultTypes()).
+		WithParameterNames(def.ParamNames()...).
+		WithResultNames(def.ResultNames()...).
+		Export("fd_renumber")
 	return b.Instantiate(ctx)
 }
+
+// MaxDescriptor is the largest descriptor number fd_renumber may move a
+// descriptor to: above every open-file budget, and small enough that the
+// table wazero grows to reach it stays small (about 8 bytes a slot).
+const MaxDescriptor = 1 << 16
 
 // wasiDefinitions returns wazero's own WASI functions by name.
 func wasiDefinitions(ctx context.Context, r wazero.Runtime) (map[string]api.FunctionDefinition, error) {

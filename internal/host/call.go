@@ -170,7 +170,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 
 	inst := m.pool.get()
 	for inst != nil && inst.mod.IsClosed() {
-		inst = m.pool.get() // closed behind our back (a deadline that fired as a call returned)
+		inst.close()        // closed behind our back (a deadline that fired as a call returned)
+		inst = m.pool.get() // its files are closed now too
 	}
 	if inst == nil || m.limits.Fresh {
 		var err error
@@ -244,9 +245,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	}
 	st.reset()
 	inst.sleepCtx = nil
-	if m.acct != nil {
-		m.h.changed(m.acct)
-	}
+
 	if inst.dead || m.limits.Fresh {
 		inst.close()
 	} else {

@@ -148,7 +148,6 @@ type Host struct {
 
 	accMu     sync.Mutex
 	accounts  map[string]*account // by module id, while a version is loaded (accMu)
-	dirty     chan *account       // accounts whose usage is to be saved
 	stop      chan struct{}       // closed by Close: the saver returns
 	stopOnce  sync.Once
 	saverDone chan struct{}
@@ -181,7 +180,6 @@ func New(opts Options) (*Host, error) {
 	h.modules.Store(&empty)
 	h.live = map[*Module]bool{}
 	h.accounts = map[string]*account{}
-	h.dirty = make(chan *account, 64)
 	h.stop = make(chan struct{})
 	h.saverDone = make(chan struct{})
 	if opts.Usage != nil {

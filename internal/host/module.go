@@ -398,6 +398,11 @@ func (inst *instance) close() {
 	if inst.mod != nil {
 		inst.mod.Close(context.Background())
 	}
+	if inst.fsys != nil {
+		// wazero leaves an instance's files open when a deadline closed it
+		// and the guest then trapped or exited: close them here.
+		fsgate.CloseFiles(inst.fsys)
+	}
 }
 
 // logGates writes what the module may do, as enforced, to the station log.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/station-dev/station/internal/fsgate"
@@ -13,25 +12,30 @@ import (
 // UsageStore keeps what each module's files take (fsgate.Usage) across
 // restarts, so that its disk quota and its entry limit hold over the
 // module's whole life, not one process's. The host loads a module's usage
-// when it first loads the module and saves it, at most once per
-// usageSaveEvery while it changes, and when the module is unloaded.
+// when it first loads the module and adds what changed, at most once per
+// usageSaveEvery while it changes and when the module is unloaded.
 type UsageStore interface {
 	LoadUsage(ctx context.Context, module string) (fsgate.Usage, error)
-	SaveUsage(ctx context.Context, module string, u fsgate.Usage) error
+	// AddUsage adds d to the stored usage of module (never below zero)
+	// and returns the total stored now, which includes what other station
+	// processes on the same store added.
+	AddUsage(ctx context.Context, module string, d fsgate.Usage) (fsgate.Usage, error)
 }
 
-// usageSaveEvery is how often, at most, a changing usage is saved: a crash
-// loses at most this much of a module's counting.
+// usageSaveEvery is how often the saver looks for changed usage: a crash
+// loses at most this much of a module's counting, calls in flight
+// included.
 const usageSaveEvery = time.Second
 
 // account is the usage of one module id, shared by its loaded versions.
 type account struct {
-	id    string
-	acct  *fsgate.Account
-	refs  int           // loaded versions using it (h.accMu)
-	saved atomic.Uint64 // the generation last saved
-	dirty atomic.Bool   // queued for the saver
-	mu    sync.Mutex    // serializes saves
+	id   string
+	acct *fsgate.Account
+	refs int // loaded versions using it (h.accMu)
+
+	mu    sync.Mutex   // serializes saves; guards the fields below
+	gen   uint64       // the generation last saved
+	saved fsgate.Usage // the usage that corresponds to the stored total
 }
 
 // account returns the account of module id, loading its stored usage the
@@ -50,8 +54,8 @@ func (h *Host) account(ctx context.Context, id string) (*account, error) {
 			return nil, fmt.Errorf("load the usage of its files: %w", err)
 		}
 	}
-	a := &account{id: id, acct: fsgate.NewAccount(u), refs: 1}
-	a.saved.Store(a.acct.Generation())
+	a := &account{id: id, acct: fsgate.NewAccount(u), refs: 1, saved: u}
+	a.gen = a.acct.Generation()
 	h.accounts[id] = a
 	return a, nil
 }
@@ -67,66 +71,56 @@ func (h *Host) release(a *account) {
 	}
 }
 
-// changed queues a for the saver if its usage changed since it was saved.
-// It is called after every call of a module with files: one atomic load
-// when nothing changed.
-func (h *Host) changed(a *account) {
-	if h.opts.Usage == nil || a.acct.Generation() == a.saved.Load() || a.dirty.Swap(true) {
-		return
-	}
-	select {
-	case h.dirty <- a:
-	default:
-		a.dirty.Store(false) // the queue is full: a later call queues it again
-	}
-}
-
-// saver saves the queued accounts, then waits usageSaveEvery before it
-// saves again, so that a module that keeps changing its files costs one
-// write per interval; it returns when the host closes (closing modules
-// saves their accounts themselves).
+// saver saves, every usageSaveEvery, the accounts whose usage changed —
+// during calls too, not only after them — until the host closes (closing
+// modules saves their accounts themselves). A warm call pays nothing for
+// it.
 func (h *Host) saver() {
 	defer close(h.saverDone)
+	t := time.NewTicker(usageSaveEvery)
+	defer t.Stop()
 	for {
 		select {
-		case a := <-h.dirty:
-			for a != nil {
-				a.dirty.Store(false)
-				h.save(a)
-				select {
-				case a = <-h.dirty:
-				default:
-					a = nil
-				}
-			}
+		case <-t.C:
 		case <-h.stop:
 			return
 		}
-		select {
-		case <-time.After(usageSaveEvery):
-		case <-h.stop:
-			return
+		h.accMu.Lock()
+		all := make([]*account, 0, len(h.accounts))
+		for _, a := range h.accounts {
+			all = append(all, a)
+		}
+		h.accMu.Unlock()
+		for _, a := range all {
+			h.save(a)
 		}
 	}
 }
 
-// save stores a's usage if it changed since it was last saved.
+// save adds to the store what a's usage changed by since it was last
+// saved, and takes in what other processes added meanwhile.
 func (h *Host) save(a *account) {
 	if h.opts.Usage == nil {
 		return
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	gen := a.acct.Generation()
-	if gen == a.saved.Load() {
+	gen := a.acct.Generation() // before the usage: a change in between is saved next time
+	if gen == a.gen {
 		return
 	}
 	u := a.acct.Usage()
+	d := fsgate.Usage{Bytes: u.Bytes - a.saved.Bytes, Entries: u.Entries - a.saved.Entries}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if err := h.opts.Usage.SaveUsage(ctx, a.id, u); err != nil {
+	total, err := h.opts.Usage.AddUsage(ctx, a.id, d)
+	if err != nil {
 		h.log.Warn(fmt.Sprintf("module %s: could not store the usage of its files (%d bytes, %d entries): %v", a.id, u.Bytes, u.Entries, err))
 		return
 	}
-	a.saved.Store(gen)
+	// What the store holds beyond what this process counted was added by
+	// another process on the same store: count it here too.
+	a.acct.Add(fsgate.Usage{Bytes: total.Bytes - u.Bytes, Entries: total.Entries - u.Entries})
+	a.saved = total
+	a.gen = gen
 }

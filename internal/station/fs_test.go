@@ -16,6 +16,7 @@ import (
 
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 )
 
@@ -286,5 +287,62 @@ func TestUsageOutlivesRestart(t *testing.T) {
 	e.reopen()
 	if u, _ := e.st.Store.LoadUsage(context.Background(), id); u.Entries != 10 || u.Bytes != 0 {
 		t.Errorf("stored usage %+v after the removal, want 10 entries and 0 bytes", u)
+	}
+}
+
+// Two station processes on one home (the daemon and a `station run
+// --no-daemon`) add to one stored usage instead of overwriting each
+// other's, and each takes in what the other added within a second.
+func TestUsageTwoProcesses(t *testing.T) {
+	d := fsTree(t)
+	e := newEnv(t, envOpts{})
+	cfg, _ := os.ReadFile(filepath.Join(e.home, "config.yaml"))
+	if err := os.WriteFile(filepath.Join(e.home, "config.yaml"), append(cfg, "filesystem:\n  entries: 10\n"...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	const id = "test/twice"
+	e.installFS(id, fsSpec{writes: []string{d + "/out/**"}})
+	first, second := e.st, func() *station.Station {
+		st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close(context.Background()) })
+		return st
+	}()
+	run := func(st *station.Station, acts ...probe.Action) []probe.Result {
+		t.Helper()
+		out, err := st.Run(context.Background(), id, probe.Command, probe.Run(acts...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := probe.Decode(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	os.Mkdir(filepath.Join(d, "out", "a"), 0o755)
+	os.Mkdir(filepath.Join(d, "out", "b"), 0o755)
+	run(first, probe.List(filepath.Join(d, "out"))) // both load the module, and its usage (none)
+	run(second, probe.List(filepath.Join(d, "out")))
+	if res := run(first, probe.CreateMany(filepath.Join(d, "out", "a"), 5)); res[0].Data != "5" {
+		t.Fatalf("first: %+v", res)
+	}
+	if err := first.Close(context.Background()); err != nil { // saves
+		t.Fatal(err)
+	}
+	if res := run(second, probe.CreateMany(filepath.Join(d, "out", "b"), 3)); res[0].Data != "3" {
+		t.Fatalf("second: %+v", res)
+	}
+	time.Sleep(1500 * time.Millisecond) // the saver adds the second's 3 and takes in the first's 5
+	res := run(second, probe.Mkdir(filepath.Join(d, "out", "c")), probe.CreateMany(filepath.Join(d, "out", "c"), 10))
+	if !res[0].OK || res[1].Data != "1" {
+		t.Errorf("second, after taking in the first's count: %+v, want the directory and one file (10 names)", res)
+	}
+	u, err := second.Store.LoadUsage(context.Background(), id)
+	if err != nil || u.Entries < 8 {
+		t.Errorf("stored usage %+v (%v), want both processes' names", u, err)
 	}
 }

@@ -26,19 +26,24 @@ func (s *Store) LoadUsage(ctx context.Context, module string) (fsgate.Usage, err
 	return u, nil
 }
 
-// SaveUsage stores what module's files take.
-func (s *Store) SaveUsage(ctx context.Context, module string, u fsgate.Usage) error {
+// AddUsage adds d to what module's files take (never below zero) and
+// returns the total stored now, with what other processes added.
+func (s *Store) AddUsage(ctx context.Context, module string, d fsgate.Usage) (fsgate.Usage, error) {
 	if module == "" {
-		return errors.New("save usage: empty module id")
+		return fsgate.Usage{}, errors.New("add usage: empty module id")
 	}
+	var total fsgate.Usage
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO module_usage (module, bytes, entries, updated_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (module) DO UPDATE SET bytes = excluded.bytes, entries = excluded.entries, updated_at = excluded.updated_at`,
-			module, max(u.Bytes, 0), max(u.Entries, 0), time.Now().UnixNano())
-		return err
+		_, err := tx.ExecContext(ctx, `INSERT INTO module_usage (module, bytes, entries, updated_at) VALUES (?, MAX(0, ?), MAX(0, ?), ?)
+			ON CONFLICT (module) DO UPDATE SET bytes = MAX(0, bytes + ?), entries = MAX(0, entries + ?), updated_at = excluded.updated_at`,
+			module, d.Bytes, d.Entries, time.Now().UnixNano(), d.Bytes, d.Entries)
+		if err != nil {
+			return err
+		}
+		return tx.QueryRowContext(ctx, `SELECT bytes, entries FROM module_usage WHERE module = ?`, module).Scan(&total.Bytes, &total.Entries)
 	})
 	if err != nil {
-		return fmt.Errorf("save usage of %s: %w", module, err)
+		return fsgate.Usage{}, fmt.Errorf("add usage of %s: %w", module, err)
 	}
-	return nil
+	return total, nil
 }
