@@ -71,3 +71,45 @@ func BenchmarkPathOps(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkAccounting measures the budgets' own work, which the path
+// operations and the host's warm call add to what they did before: an
+// open's descriptor budgets and tracking, a creation's entry, and the
+// host's per-call look at what an instance holds.
+func BenchmarkAccounting(b *testing.B) {
+	fsys, m := benchFS(b)
+	r := fsys.(*rootFS)
+	mnt := r.mounts[0]
+	target := "/" + m + "out/a.txt"
+	f := &file{m: mnt}
+	b.Run("open-file", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if e := mnt.takeFD(target); e != 0 {
+				b.Fatal(e)
+			}
+			mnt.inst.track(f)
+			mnt.inst.untrack(f)
+			mnt.putFD()
+		}
+	})
+	b.Run("entry", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if e := mnt.takeEntry(target); e != 0 {
+				b.Fatal(e)
+			}
+			mnt.g.putEntry()
+		}
+	})
+	b.Run("call-check", func(b *testing.B) {
+		b.ReportAllocs()
+		var n int64
+		for b.Loop() {
+			n += OpenIn(fsys)
+		}
+		if n != 0 {
+			b.Fatal(n)
+		}
+	})
+}
