@@ -99,7 +99,10 @@ func (r *relay) drain(ctx context.Context) error {
 				if err != nil {
 					return err
 				}
-				audience = map[string]bool{ev.Account: true}
+				audience = map[string]bool{}
+				if ev.Kind == hub.EventMemberLeft || ev.Kind == hub.EventMemberRemoved {
+					audience[ev.Account] = true // the one team event a non-member sees
+				}
 				for _, m := range members {
 					audience[m] = true
 				}

@@ -314,3 +314,56 @@ func BenchmarkRelayPushToTwoStations(b *testing.B) {
 		}
 	}
 }
+
+// TestExMemberSeesNothingOfTheTeam: a member removed from a team sees, on
+// sync and on the stream, nothing of the team but its own removal — not
+// its joining, not the roles it had, not the pushes it made — and gets
+// none of the team's events after it.
+func TestExMemberSeesNothingOfTheTeam(t *testing.T) {
+	h := hubtest.Start(t)
+	dave, erin, _ := team(t, h)
+	live := subscribe(t, erin, lastSeq(t, h))
+	within(t, live.connected, "connection")
+	// (Each event is awaited before the next change: the relay decides who
+	// sees an event by the membership when it fans the event out.)
+	if _, err := dave.SetRole(ctx, "acme", "erin", hub.RoleOwner); err != nil {
+		t.Fatal(err)
+	}
+	live.next(t, hub.EventMemberRole)
+	if _, err := erin.PushLockfile(ctx, "acme", 0, hub.Lockfile{}); err != nil {
+		t.Fatal(err)
+	}
+	live.next(t, hub.EventLockfilePushed)
+	if _, err := dave.SetRole(ctx, "acme", "erin", hub.RoleMember); err != nil {
+		t.Fatal(err)
+	}
+	live.next(t, hub.EventMemberRole)
+	if err := dave.RemoveMember(ctx, "acme", "erin"); err != nil {
+		t.Fatal(err)
+	}
+	live.next(t, hub.EventMemberRemoved)
+	if _, err := dave.PushLockfile(ctx, "acme", 1, hub.Lockfile{}); err != nil {
+		t.Fatal(err)
+	}
+	pub, key := h.Publisher(t, "stripe")
+	publish(t, pub, key, "stripe/invoicing", "1.0.0")
+	// In order: the public publish being next proves dave's push was not sent.
+	live.next(t, hub.EventModulePublished)
+
+	want := "team.member.removed:acme module.published:"
+	res, err := erin.Sync(ctx, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range res.Events {
+		got = append(got, e.Kind+":"+e.Team)
+	}
+	if strings.Join(got, " ") != want {
+		t.Errorf("erin's sync after her removal = %v, want %s", got, want)
+	}
+	replay := subscribe(t, erin, 0)
+	within(t, replay.connected, "connection")
+	replay.next(t, hub.EventMemberRemoved)
+	replay.next(t, hub.EventModulePublished)
+}

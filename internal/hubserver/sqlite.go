@@ -838,8 +838,9 @@ func scanEvents(rows *sql.Rows) ([]hub.Event, error) {
 func (s *SQLite) EventsFor(ctx context.Context, viewer string, after, upTo int64, limit int) ([]hub.Event, error) {
 	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events
 		WHERE seq > ?1 AND seq <= ?2
-		  AND (team = '' OR (?3 != '' AND account = ?3) OR team IN (SELECT team FROM members WHERE account = ?3))
-		ORDER BY seq LIMIT ?4`, after, upTo, viewer, limit)
+		  AND (team = '' OR team IN (SELECT team FROM members WHERE account = ?3)
+		       OR (?3 != '' AND account = ?3 AND kind IN (?5, ?6)))
+		ORDER BY seq LIMIT ?4`, after, upTo, viewer, limit, hub.EventMemberLeft, hub.EventMemberRemoved)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}

@@ -116,7 +116,9 @@ type Store interface {
 
 	// EventsFor returns up to limit events after seq after and at most
 	// upTo, in order, that viewer may see: public events, events of the
-	// teams viewer is a member of, and membership events about viewer.
+	// teams viewer is a member of now, and the events of viewer leaving or
+	// being removed from a team. An ex-member sees nothing else
+	// of a team, not even the events about itself.
 	EventsFor(ctx context.Context, viewer string, after, upTo int64, limit int) ([]hub.Event, error)
 	// EventsAfter returns up to limit events after seq after, in order,
 	// whoever may see them (for the relay's fan-out).

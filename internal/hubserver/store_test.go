@@ -203,6 +203,38 @@ func storeContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("an ex-member sees only its own leaving", func(t *testing.T) {
+		st := setup(t)
+		st.CreateTeam(ctx, "acme", "dave", at)
+		code := sha256.Sum256([]byte("invite"))
+		if err := st.AddInvite(ctx, Invite{Hash: code, Team: "acme", Role: hub.RoleMember, CreatedBy: "dave", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.AcceptInvite(ctx, code, "erin", at); err != nil {
+			t.Fatal(err)
+		}
+		st.SetRole(ctx, "acme", "erin", hub.RoleOwner, "dave", at)
+		st.PushLockfile(ctx, "acme", 0, hub.Lockfile{}, "erin", at)
+		st.SetRole(ctx, "acme", "erin", hub.RoleMember, "dave", at)
+		if _, err := st.RemoveMember(ctx, "acme", "erin", "dave", at); err != nil {
+			t.Fatal(err)
+		}
+		st.PushLockfile(ctx, "acme", 1, hub.Lockfile{}, "dave", at)
+		last, _ := st.LastSeq(ctx)
+		evs, err := st.EventsFor(ctx, "erin", 0, last, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, e := range evs {
+			got = append(got, e.Kind+":"+e.Account)
+		}
+		// Not her joining, not the roles she had, not the push she made.
+		if want := []string{"team.member.removed:erin"}; !equal(got, want) {
+			t.Errorf("erin, removed from acme, sees %v; want %v", got, want)
+		}
+	})
+
 	t.Run("concurrent pushes: exactly one wins per revision", func(t *testing.T) {
 		st := setup(t)
 		st.CreateTeam(ctx, "acme", "dave", at)
