@@ -1,9 +1,13 @@
 package daemon
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
 	"crypto/subtle"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,7 +26,16 @@ import (
 // ErrNotRunning is returned by Dial when no daemon serves the station home.
 var ErrNotRunning = errors.New("no station daemon is running")
 
-// Client talks to a running daemon.
+// ErrUnproven is wrapped by the error of a request the client did not send
+// because the program on the daemon's address did not prove it knows the
+// token (IdentityProof): a stale state file and another program on its port,
+// or a daemon older than the identity endpoint.
+var ErrUnproven = errors.New("the program on the daemon's address did not prove it knows the token")
+
+// Client talks to a running daemon. It sends the token only on connections
+// whose other end proved it knows it: each connection it opens first asks
+// GET /v1/identity with a fresh nonce, without the token, and is used only
+// if the answer is IdentityProof(token, nonce).
 type Client struct {
 	base  string // http://127.0.0.1:PORT
 	token string
@@ -31,9 +44,11 @@ type Client struct {
 
 // Dial finds the daemon serving home through its state file and checks that
 // it answers. It returns ErrNotRunning (wrapped) when there is no state file
-// or the daemon it names does not answer with its token and instance id — a
-// daemon that died without cleaning up, and maybe another user's program on
-// its port.
+// or the program on the address it names does not prove it knows the token
+// (then the error wraps ErrUnproven too) or does not answer with the
+// instance id — a daemon that died without cleaning up, and maybe another
+// user's program on its port. That program is sent the identity challenge
+// and nothing else.
 func Dial(ctx context.Context, home string) (*Client, error) {
 	st, err := readState(filepath.Join(home, StateFile))
 	if errors.Is(err, os.ErrNotExist) {
@@ -42,14 +57,22 @@ func Dial(ctx context.Context, home string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %v", ErrNotRunning, err)
 	}
+	if st.Token == "" || st.Instance == "" {
+		return nil, fmt.Errorf("%w (the state file %s has no token or no instance id)", ErrNotRunning, filepath.Join(home, StateFile))
+	}
 	c := NewClient(st.Addr, st.Token)
 	hctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	h, err := c.Health(hctx)
 	if err != nil {
+		c.Close()
+		var ue *unprovenError
+		if errors.As(err, &ue) {
+			return nil, fmt.Errorf("%w: %w (%s; a stale state file and another user's program on %s, or a daemon older than this station: restart station serve)", ErrNotRunning, ErrUnproven, ue.why, st.Addr)
+		}
 		return nil, fmt.Errorf("%w (the state file names %s, which does not answer: %v)", ErrNotRunning, st.Addr, err)
 	}
-	if st.Instance == "" || subtle.ConstantTimeCompare([]byte(h.Instance), []byte(st.Instance)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(h.Instance), []byte(st.Instance)) != 1 {
 		c.Close()
 		return nil, fmt.Errorf("%w (the program on %s is not the daemon that wrote the state file; a stale file, or another user's program)", ErrNotRunning, st.Addr)
 	}
@@ -58,9 +81,88 @@ func Dial(ctx context.Context, home string) (*Client, error) {
 
 // NewClient returns a client for the daemon at addr (host:port) with token.
 func NewClient(addr, token string) *Client {
+	c := &Client{base: "http://" + addr, token: token}
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	dial := func(ctx context.Context, network, a string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, network, a)
+		if err != nil {
+			return nil, err
+		}
+		if err := c.challenge(ctx, conn); err != nil {
+			conn.Close()
+			return nil, err
+		}
+		return conn, nil
+	}
 	// The daemon is on loopback: no proxy, whatever the environment says.
-	tr := &http.Transport{Proxy: nil, DialContext: (&net.Dialer{Timeout: 5 * time.Second}).DialContext, MaxIdleConnsPerHost: 16}
-	return &Client{base: "http://" + addr, token: token, hc: &http.Client{Transport: tr}}
+	tr := &http.Transport{Proxy: nil, DialContext: dial, MaxIdleConnsPerHost: 16}
+	c.hc = &http.Client{Transport: tr}
+	return c
+}
+
+// unprovenError is why a connection was not used.
+type unprovenError struct{ addr, why string }
+
+func (e *unprovenError) Error() string {
+	return fmt.Sprintf("%v: the program on %s %s", ErrUnproven, e.addr, e.why)
+}
+
+func (e *unprovenError) Unwrap() error { return ErrUnproven }
+
+// maxIdentityAnswer bounds the identity answer the client reads.
+const maxIdentityAnswer = 4 << 10
+
+// challenge asks the program at the other end of conn, a connection nothing
+// else was sent on, to prove it knows c.token, without sending the token:
+// GET /v1/identity?nonce=N must answer IdentityProof(token, N) for a fresh
+// random N, and leave nothing else on the connection. The answer's text is
+// never shown: the error names only its status.
+func (c *Client) challenge(ctx context.Context, conn net.Conn) error {
+	addr := conn.RemoteAddr().String()
+	fail := func(format string, args ...any) error {
+		return &unprovenError{addr: addr, why: fmt.Sprintf(format, args...)}
+	}
+	var nb [32]byte
+	if _, err := rand.Read(nb[:]); err != nil {
+		return fmt.Errorf("station daemon: nonce: %w", err)
+	}
+	nonce := base64.RawURLEncoding.EncodeToString(nb[:])
+	deadline := time.Now().Add(5 * time.Second)
+	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
+		deadline = d
+	}
+	conn.SetDeadline(deadline)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+IdentityPath+"?nonce="+nonce, nil)
+	if err != nil {
+		return err
+	}
+	if err := req.Write(conn); err != nil {
+		return fmt.Errorf("station daemon: identity challenge: %w", err)
+	}
+	br := bufio.NewReaderSize(conn, maxIdentityAnswer)
+	resp, err := http.ReadResponse(br, req)
+	if err != nil {
+		return fail("gave no HTTP answer to the identity challenge")
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxIdentityAnswer+1))
+	resp.Body.Close()
+	switch {
+	case resp.StatusCode != http.StatusOK:
+		return fail("answered the identity challenge with HTTP %d", resp.StatusCode)
+	case err != nil || len(body) > maxIdentityAnswer:
+		return fail("gave an unreadable or oversized answer to the identity challenge")
+	case resp.Close || br.Buffered() > 0:
+		return fail("did not keep the connection as a daemon does after the identity challenge")
+	}
+	var id Identity
+	if json.Unmarshal(body, &id) != nil {
+		return fail("gave an answer to the identity challenge that is not JSON")
+	}
+	if !hmac.Equal([]byte(id.Proof), []byte(IdentityProof(c.token, nonce))) {
+		return fail("answered the identity challenge without the proof of the token")
+	}
+	conn.SetDeadline(time.Time{})
+	return nil
 }
 
 // Close releases the client's idle connections.

@@ -10,13 +10,24 @@
 // browser marks as coming from a web page (Origin, Sec-Fetch-Site) are
 // refused before the token is even looked at. See RATIONALE.md, "Why does
 // the daemon check Host and Origin as well as a token?".
+//
+// Who answers: the one endpoint without a token, GET /v1/identity, returns
+// an HMAC of the token over a nonce the client chose. The client (Client)
+// asks it on every connection it opens and sends the token on that
+// connection only once the answer proves the daemon knows it, so a program
+// that took a dead daemon's port never receives the token. See RATIONALE.md,
+// "Why does the client make the daemon prove it knows the token before
+// sending it?".
 package daemon
 
 import (
 	"context"
+	"crypto/hmac"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -39,7 +50,9 @@ import (
 // endpoint (/v1/...).
 //
 // History:
-//   - 1: health, modules, run, audit, reload, workflows.
+//   - 1: health, modules, run, audit, reload, workflows; identity (added
+//     within v1: a client older than it never asks it, a daemon older than
+//     it answers it 401 and a newer client then runs in its own process).
 const APIVersion = 1
 
 // StateFile is the name, in STATION_HOME, of the file that tells clients
@@ -247,6 +260,7 @@ type endpoint struct {
 // (TestOpenAPIListsEveryRoute).
 func (s *Server) endpoints() []endpoint {
 	return []endpoint{
+		{"GET /v1/identity", s.identity},
 		{"GET /v1/health", s.health},
 		{"GET /v1/modules", s.modules},
 		{"GET /v1/modules/{owner}/{slug}", s.module},
@@ -290,7 +304,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // admit refuses requests from web pages and other hosts' names, then
-// requests without the token.
+// requests without the token — except GET /v1/identity, which is how a
+// client learns whether to send it.
 func (s *Server) admit(r *http.Request) *APIError {
 	if r.Header.Get("Origin") != "" {
 		return &APIError{Code: CodeForbidden, Message: "requests from web pages are refused (Origin header present)"}
@@ -300,6 +315,9 @@ func (s *Server) admit(r *http.Request) *APIError {
 	}
 	if !s.ownHost(r.Host) {
 		return &APIError{Code: CodeForbidden, Message: fmt.Sprintf("Host %q is not this daemon's address (DNS rebinding?)", r.Host)}
+	}
+	if _, pattern := s.mux.Handler(r); pattern == identityPattern {
+		return nil
 	}
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
@@ -324,6 +342,63 @@ func (s *Server) ownHost(h string) bool {
 	}
 	ip := net.ParseIP(hh)
 	return ip != nil && ip.IsLoopback()
+}
+
+// identityPattern is the route that needs no token.
+const identityPattern = "GET " + IdentityPath
+
+// IdentityPath is the endpoint where a daemon proves it knows its token:
+// GET IdentityPath?nonce=N answers Identity with Proof = IdentityProof(token, N).
+const IdentityPath = "/v1/identity"
+
+// Nonce bounds: the nonce is 22 to 128 characters of the base64url alphabet
+// (the client sends 32 random bytes, 43 characters).
+const (
+	minNonce = 22
+	maxNonce = 128
+)
+
+// identityLabel separates the proof from any other use of the token.
+const identityLabel = "station-daemon-identity/v1\n"
+
+// Identity is the answer of GET /v1/identity. It holds nothing a caller
+// without the token could use: not the instance id, the pid or the home.
+type Identity struct {
+	APIVersion int `json:"api_version"`
+	// Proof is IdentityProof(token, nonce), lowercase hex.
+	Proof string `json:"proof"`
+}
+
+// IdentityProof is what a daemon holding token answers for nonce:
+// hex(HMAC-SHA256(key = token, "station-daemon-identity/v1\n" + nonce)).
+func IdentityProof(token, nonce string) string {
+	m := hmac.New(sha256.New, []byte(token))
+	m.Write([]byte(identityLabel))
+	m.Write([]byte(nonce))
+	return hex.EncodeToString(m.Sum(nil))
+}
+
+// validNonce reports whether n is a nonce the daemon answers for.
+func validNonce(n string) bool {
+	if len(n) < minNonce || len(n) > maxNonce {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Server) identity(w http.ResponseWriter, r *http.Request) {
+	n := r.URL.Query().Get("nonce")
+	if !validNonce(n) {
+		writeError(w, http.StatusBadRequest, &APIError{Code: CodeBadRequest, Message: fmt.Sprintf("nonce: want %d to %d characters of base64url (A-Z a-z 0-9 - _), e.g. 32 random bytes", minNonce, maxNonce)})
+		return
+	}
+	writeJSON(w, http.StatusOK, Identity{APIVersion: APIVersion, Proof: IdentityProof(s.token, n)})
 }
 
 // Health is the answer of GET /v1/health.

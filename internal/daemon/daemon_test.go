@@ -352,7 +352,9 @@ func TestStateFile(t *testing.T) {
 // state file (a crash, a reboot), another local user may listen on the
 // address it names. The client must not take that listener for the daemon
 // — it would send it every run's input and workflow, and show its answers —
-// because it cannot echo the instance id only the state file holds.
+// because it cannot prove it knows the token (and could not echo the
+// instance id only the state file holds): it is sent the identity challenge
+// and nothing else. TestTheTokenGoesOnlyToTheDaemon tries harder impostors.
 func TestDialRefusesAnImpostor(t *testing.T) {
 	var mu sync.Mutex
 	var paths []string
@@ -379,7 +381,7 @@ func TestDialRefusesAnImpostor(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, p := range paths {
-		if p != "GET /v1/health" {
+		if p != "GET "+IdentityPath {
 			t.Errorf("the impostor was sent %s", p)
 		}
 	}
