@@ -20,7 +20,10 @@ func (a *app) daemon(ctx context.Context) *daemon.Client {
 	}
 	c, err := daemon.Dial(ctx, home)
 	if err != nil {
-		if !errors.Is(err, daemon.ErrNotRunning) || a.verbose {
+		// A program that answers on the daemon's port without proving it
+		// knows the token is worth a line: another user's program, or a
+		// daemon older than this CLI that wants restarting.
+		if !errors.Is(err, daemon.ErrNotRunning) || errors.Is(err, daemon.ErrUnproven) || a.verbose {
 			fmt.Fprintf(a.io.Err, "station: %v; running in this process\n", err)
 		}
 		return nil
