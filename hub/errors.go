@@ -55,6 +55,7 @@ const (
 	CodeMemberNotFound   Code = 1406
 	CodeRevisionConflict Code = 1407
 	CodeLockfileInvalid  Code = 1408
+	CodeInviteNotFound   Code = 1409
 
 	CodeInternal Code = 1500
 )
@@ -100,11 +101,12 @@ var codes = map[Code]codeInfo{
 	CodeTeamExists:       {"team_exists", http.StatusConflict, "a team with this name exists"},
 	CodeNotTeamOwner:     {"not_team_owner", http.StatusForbidden, "only a team owner may do this"},
 	CodeAlreadyMember:    {"already_member", http.StatusConflict, "the account is already a member of the team"},
-	CodeInviteInvalid:    {"invite_invalid", http.StatusNotFound, "the invite code is unknown, used, expired or for another account"},
+	CodeInviteInvalid:    {"invite_invalid", http.StatusNotFound, "the invite code is unknown, used, revoked, expired or for another account, or its creator is no longer an owner"},
 	CodeLastOwner:        {"last_owner", http.StatusConflict, "the change would leave the team without an owner"},
 	CodeMemberNotFound:   {"member_not_found", http.StatusNotFound, "the account is not a member of the team"},
 	CodeRevisionConflict: {"revision_conflict", http.StatusConflict, "the lockfile changed since the base revision: pull, merge and push again"},
 	CodeLockfileInvalid:  {"lockfile_invalid", http.StatusUnprocessableEntity, "the lockfile is not valid or names a module version the hub does not have"},
+	CodeInviteNotFound:   {"invite_not_found", http.StatusNotFound, "the team has no pending invite with this id (used, revoked or expired)"},
 
 	CodeInternal: {"internal", http.StatusInternalServerError, "the hub failed; its log has the detail under the request id the message names"},
 }

@@ -18,6 +18,9 @@
 //     log (sync and the server-sent event stream with Last-Event-ID), teams
 //     (create, invite, join, leave, roles) and the team lockfile with
 //     revisions.
+//   - 1, additions (2026-12): invite ids (Invite.ID); listing and revoking
+//     pending invites (PendingInvite, CodeInviteNotFound); an invite is
+//     usable only while its creator is an owner of the team.
 package hub
 
 import "time"
@@ -211,13 +214,47 @@ type InviteRequest struct {
 }
 
 // Invite is a created invite. Code is secret: whoever holds it (and is
-// Account, if that is set) may join.
+// Account, if that is set) may join, while the owner who made it is still
+// an owner of the team.
 type Invite struct {
+	// ID names the invite for listing and revoking (PendingInvite); it is
+	// not secret and says nothing of the code.
+	ID        string    `json:"id"`
 	Team      string    `json:"team"`
 	Code      string    `json:"code"`
 	Role      string    `json:"role"`
 	Account   string    `json:"account,omitempty"`
 	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// PendingInvite is an invite that is neither used nor expired, as GET and
+// DELETE /v1/teams/{team}/invites show it to an owner: never its code,
+// which the hub does not keep.
+type PendingInvite struct {
+	ID   string `json:"id"`
+	Team string `json:"team"`
+	Role string `json:"role"`
+	// Account, if set, is the only account that may accept the invite.
+	Account string `json:"account,omitempty"`
+	// CreatedBy is the owner who made it; the invite lasts only while they
+	// are an owner of the team.
+	CreatedBy string    `json:"created_by"`
+	CreatedAt time.Time `json:"created_at"`
+	ExpiresAt time.Time `json:"expires_at"`
+}
+
+// ValidInviteID reports whether id has the form of an invite id: 16
+// lower-case hex digits.
+func ValidInviteID(id string) bool {
+	if len(id) != 16 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		if !(id[i] >= '0' && id[i] <= '9' || id[i] >= 'a' && id[i] <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // AcceptInviteRequest is the body of POST /v1/invites/accept.

@@ -437,6 +437,46 @@ func (c *Client) Invite(ctx context.Context, team string, req hub.InviteRequest)
 	return out, wrap(err, "invite to team %s", team)
 }
 
+// Invites lists the team's pending invites (owners only): ids, roles,
+// creators and expiry, never codes.
+func (c *Client) Invites(ctx context.Context, team string) ([]hub.PendingInvite, error) {
+	var out []hub.PendingInvite
+	p, err := teamPath(team)
+	if err == nil {
+		err = c.do(ctx, http.MethodGet, p+"/invites", nil, nil, &out, maxAnswer)
+	}
+	return out, wrap(err, "list the invites of team %s", team)
+}
+
+// RevokeInvite revokes one pending invite of team by its id (owners only)
+// and returns it; its code no longer works.
+func (c *Client) RevokeInvite(ctx context.Context, team, id string) (hub.PendingInvite, error) {
+	var out hub.PendingInvite
+	p, err := teamPath(team)
+	if err == nil && !hub.ValidInviteID(id) {
+		if strings.HasPrefix(id, hub.InvitePrefix) || strings.HasPrefix(id, hub.TokenPrefix) {
+			// Never repeat a secret pasted into the wrong place.
+			return out, fmt.Errorf("revoke an invite of team %s: that is a secret (an invite code or a token), not an invite id; the ids are in `station team invites %s`", team, team)
+		}
+		err = hub.Errorf(hub.CodeBadRequest, "invite id %q: want the 16 hex digits `station team invites` shows", id)
+	}
+	if err == nil {
+		err = c.do(ctx, http.MethodDelete, p+"/invites/"+id, nil, nil, &out, maxAnswer)
+	}
+	return out, wrap(err, "revoke invite %q of team %s", id, team)
+}
+
+// RevokeInvites revokes every pending invite of team (owners only) and
+// returns what it revoked.
+func (c *Client) RevokeInvites(ctx context.Context, team string) ([]hub.PendingInvite, error) {
+	var out []hub.PendingInvite
+	p, err := teamPath(team)
+	if err == nil {
+		err = c.do(ctx, http.MethodDelete, p+"/invites", nil, nil, &out, maxAnswer)
+	}
+	return out, wrap(err, "revoke the invites of team %s", team)
+}
+
 // Join uses an invite code and returns the team joined.
 func (c *Client) Join(ctx context.Context, code string) (hub.Team, error) {
 	var out hub.Team

@@ -38,6 +38,9 @@ func (s *Server) routes() {
 	s.handle("GET "+v+"/teams", account, s.listTeams)
 	s.handle("GET "+v+"/teams/{team}", account, s.team)
 	s.handle("POST "+v+"/teams/{team}/invites", account, s.invite)
+	s.handle("GET "+v+"/teams/{team}/invites", account, s.listInvites)
+	s.handle("DELETE "+v+"/teams/{team}/invites", account, s.revokeInvites)
+	s.handle("DELETE "+v+"/teams/{team}/invites/{id}", account, s.revokeInvite)
 	s.handle("POST "+v+"/invites/accept", account, s.acceptInvite)
 	s.handle("POST "+v+"/teams/{team}/leave", account, s.leave)
 	s.handle("PUT "+v+"/teams/{team}/members/{account}", account, s.setRole)
@@ -116,7 +119,7 @@ func mapTeamErr(err error, team, account string) error {
 	case errors.Is(err, ErrAlreadyMember):
 		return hub.Errorf(hub.CodeAlreadyMember, "%q is already a member of team %q", account, team)
 	case errors.Is(err, ErrInviteInvalid):
-		return hub.Errorf(hub.CodeInviteInvalid, "the invite code is unknown, used, expired or for another account: ask a team owner for a new one")
+		return hub.Errorf(hub.CodeInviteInvalid, "the invite code is unknown, used, revoked, expired or for another account, or the owner who made it is no longer one: ask a team owner for a new one")
 	case errors.As(err, &ce):
 		e := hub.Errorf(hub.CodeRevisionConflict, "team %q is at lockfile revision %d, not %d: pull the lockfile, merge your change and push again", team, ce.Current, ce.Base)
 		e.Revision = ce.Current

@@ -1,6 +1,7 @@
 package hubserver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -35,6 +36,9 @@ var _ Store = (*SQLite)(nil)
 // History:
 //   - 1: accounts, tokens, keys, modules, versions, teams, members,
 //     invites, events.
+//   - 2: invites.id, the name an owner lists and revokes an invite by
+//     (invites of schema 1 get the first 8 bytes of their hash, in hex);
+//     invites indexed by team and by creator.
 var sqliteMigrations = []string{
 	`CREATE TABLE accounts (
 		name       TEXT PRIMARY KEY NOT NULL,
@@ -115,6 +119,10 @@ var sqliteMigrations = []string{
 		data    BLOB NOT NULL  -- JSON hub.Event without seq
 	) STRICT;
 	CREATE INDEX events_team ON events (team, seq);`,
+	`ALTER TABLE invites ADD COLUMN id TEXT NOT NULL DEFAULT '';
+	UPDATE invites SET id = lower(hex(substr(hash, 1, 8)));
+	CREATE UNIQUE INDEX invites_team_id ON invites (team, id);
+	CREATE INDEX invites_creator ON invites (team, created_by);`,
 }
 
 // OpenSQLite opens (creating it, mode 0600, if needed) the hub database at
@@ -648,23 +656,104 @@ func (s *SQLite) AddInvite(ctx context.Context, inv Invite) error {
 		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE expires_at <= ?`, nanos(inv.CreatedAt)); err != nil {
 			return err
 		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-			inv.Hash[:], inv.Team, inv.Role, inv.Account, inv.CreatedBy, nanos(inv.CreatedAt), nanos(inv.ExpiresAt))
+		_, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+			inv.Hash[:], inv.ID, inv.Team, inv.Role, inv.Account, inv.CreatedBy, nanos(inv.CreatedAt), nanos(inv.ExpiresAt))
 		return err
 	})
+}
+
+const inviteColumns = `hash, id, team, role, account, created_by, created_at, expires_at`
+
+func scanInvites(rows *sql.Rows) ([]Invite, error) {
+	defer rows.Close()
+	out := []Invite{}
+	for rows.Next() {
+		var inv Invite
+		var hash []byte
+		var created, expires int64
+		if err := rows.Scan(&hash, &inv.ID, &inv.Team, &inv.Role, &inv.Account, &inv.CreatedBy, &created, &expires); err != nil {
+			return nil, err
+		}
+		copy(inv.Hash[:], hash)
+		inv.CreatedAt, inv.ExpiresAt = fromNanos(created), fromNanos(expires)
+		out = append(out, inv)
+	}
+	return out, rows.Err()
+}
+
+func (s *SQLite) Invites(ctx context.Context, team, actor string, at time.Time) ([]Invite, error) {
+	var out []Invite
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := requireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT `+inviteColumns+` FROM invites WHERE team = ? AND expires_at > ? ORDER BY created_at, id`, team, nanos(at))
+		if err != nil {
+			return fmt.Errorf("list invites: %w", err)
+		}
+		out, err = scanInvites(rows)
+		return err
+	})
+	return out, err
+}
+
+func (s *SQLite) RevokeInvites(ctx context.Context, team, id, actor string, at time.Time) ([]Invite, error) {
+	var out []Invite
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		if err := requireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `DELETE FROM invites WHERE team = ?1 AND (?2 = '' OR id = ?2) RETURNING `+inviteColumns, team, id)
+		if err != nil {
+			return fmt.Errorf("revoke invites: %w", err)
+		}
+		all, err := scanInvites(rows)
+		if err != nil {
+			return err
+		}
+		out = []Invite{}
+		for _, inv := range all {
+			if inv.ExpiresAt.After(at) { // an expired invite is gone already; deleting it revokes nothing
+				out = append(out, inv)
+			}
+		}
+		slices.SortFunc(out, func(a, b Invite) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID)) })
+		if id != "" && len(out) == 0 {
+			return ErrNoInvite
+		}
+		return nil
+	})
+	return out, err
+}
+
+// dropInvitesOf deletes the invites account made for team: they are only
+// as good as its role, which it is losing.
+func dropInvitesOf(ctx context.Context, tx *sql.Tx, team, account string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE team = ? AND created_by = ?`, team, account); err != nil {
+		return fmt.Errorf("delete the invites of %s: %w", account, err)
+	}
+	return nil
 }
 
 func (s *SQLite) AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error) {
 	var team, role string
 	var ev hub.Event
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		var forAccount string
+		var forAccount, creator string
 		var expires int64
-		err := tx.QueryRowContext(ctx, `SELECT team, role, account, expires_at FROM invites WHERE hash = ?`, hash[:]).Scan(&team, &role, &forAccount, &expires)
+		err := tx.QueryRowContext(ctx, `SELECT team, role, account, created_by, expires_at FROM invites WHERE hash = ?`, hash[:]).Scan(&team, &role, &forAccount, &creator, &expires)
 		if errors.Is(err, sql.ErrNoRows) || err == nil && (expires <= nanos(at) || forAccount != "" && forAccount != account) {
 			return ErrInviteInvalid
 		}
 		if err != nil {
+			return err
+		}
+		// The creator must still be allowed to grant the role: an owner,
+		// now. (Losing the role deletes the invites too; this holds even
+		// for an invite a deletion missed.)
+		if err := requireOwner(ctx, tx, team, creator); errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotOwner) {
+			return ErrInviteInvalid
+		} else if err != nil {
 			return err
 		}
 		if _, err := roleIn(ctx, tx, team, account); err == nil {
@@ -719,6 +808,11 @@ func (s *SQLite) SetRole(ctx context.Context, team, account, role, actor string,
 		if _, err := tx.ExecContext(ctx, `UPDATE members SET role = ? WHERE team = ? AND account = ?`, role, team, account); err != nil {
 			return err
 		}
+		if old == hub.RoleOwner {
+			if err := dropInvitesOf(ctx, tx, team, account); err != nil {
+				return err
+			}
+		}
 		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberRole, Time: at.UTC(), Actor: actor, Team: team, Account: account, Role: role})
 		return err
 	})
@@ -750,6 +844,9 @@ func (s *SQLite) RemoveMember(ctx context.Context, team, account, actor string, 
 			}
 		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE team = ? AND account = ?`, team, account); err != nil {
+			return err
+		}
+		if err := dropInvitesOf(ctx, tx, team, account); err != nil {
 			return err
 		}
 		ev, err = appendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Team: team, Account: account})

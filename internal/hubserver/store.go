@@ -29,7 +29,8 @@ import (
 //     not by the caller: a version is never published twice (nor two with
 //     equal semver precedence), a lockfile push applies only on top of its
 //     base revision, a team always keeps an owner, only an owner changes a
-//     team, an invite is used once.
+//     team, an invite is used once and only while its creator is an owner
+//     (losing the role deletes its invites).
 //   - Errors are, or wrap, the sentinel errors below (or *ConflictError);
 //     the server maps them to wire codes.
 type Store interface {
@@ -91,20 +92,34 @@ type Store interface {
 	// be an owner of inv.Team (ErrNotOwner, or ErrNotFound when not a
 	// member).
 	AddInvite(ctx context.Context, inv Invite) error
+	// Invites lists the invites of team that are neither used nor expired
+	// at at, oldest first. actor must be an owner (ErrNotOwner; ErrNotFound
+	// when not a member).
+	Invites(ctx context.Context, team, actor string, at time.Time) ([]Invite, error)
+	// RevokeInvites deletes the invite of team with this id, or every
+	// invite of team when id is "", and returns what it deleted (only
+	// invites not expired at at). actor must be an owner (ErrNotOwner;
+	// ErrNotFound when not a member); ErrNoInvite if id names no such
+	// invite of team.
+	RevokeInvites(ctx context.Context, team, id, actor string, at time.Time) ([]Invite, error)
 	// AcceptInvite makes account a member with the invite's role, uses up
 	// the invite and appends team.member.joined. ErrInviteInvalid if the
-	// code is unknown, used, expired or for another account;
-	// ErrAlreadyMember (the invite is kept) if account is a member.
+	// code is unknown, used, revoked, expired or for another account, or
+	// if its creator is no longer an owner of the team (an invite is only
+	// as good as its creator's role now); ErrAlreadyMember (the invite is
+	// kept) if account is a member.
 	AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error)
 	// SetRole changes a member's role and appends team.member.role. actor
 	// must be an owner (ErrNotOwner); ErrLastOwner if it would leave the
 	// team without an owner; ErrNotFound if actor is not a member;
-	// ErrNoMember if account is not.
+	// ErrNoMember if account is not. Demoting an owner deletes the invites
+	// it made for the team.
 	SetRole(ctx context.Context, team, account, role, actor string, at time.Time) (hub.Member, hub.Event, error)
 	// RemoveMember removes account from team and appends team.member.left
 	// (actor == account) or team.member.removed. Anyone may leave; only an
 	// owner removes another (ErrNotOwner). ErrLastOwner if the team would be
-	// left without an owner.
+	// left without an owner. The invites account made for the team are
+	// deleted.
 	RemoveMember(ctx context.Context, team, account, actor string, at time.Time) (hub.Event, error)
 	// Lockfile returns the team's lockfile at its current revision.
 	// ErrNotFound if there is no such team.
@@ -153,7 +168,11 @@ type Version struct {
 
 // Invite is a stored team invite: never the code, only its SHA-256.
 type Invite struct {
-	Hash      [32]byte
+	Hash [32]byte
+	// ID names the invite for listing and revoking (16 hex digits, random;
+	// unique within its team). It is not secret and says nothing of the
+	// code.
+	ID        string
 	Team      string
 	Role      string
 	Account   string // "" means any account holding the code
@@ -170,7 +189,8 @@ var (
 	ErrNoMember      = errors.New("not a member of the team")
 	ErrLastOwner     = errors.New("the team would have no owner")
 	ErrAlreadyMember = errors.New("already a member of the team")
-	ErrInviteInvalid = errors.New("invite is unknown, used, expired or for another account")
+	ErrInviteInvalid = errors.New("invite is unknown, used, revoked, expired or for another account, or its creator is no longer an owner")
+	ErrNoInvite      = errors.New("no such invite")
 )
 
 // ConflictError is returned by PushLockfile when the base revision is not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // storeContract checks the Store contract (see Store) against an
@@ -114,10 +116,10 @@ func storeContract(t *testing.T, open func(t *testing.T) Store) {
 			t.Errorf("CreateTeam(taken) = %v, want ErrExists", err)
 		}
 		code := sha256.Sum256([]byte("invite"))
-		if err := st.AddInvite(ctx, Invite{Hash: code, Team: "acme", Role: hub.RoleMember, CreatedBy: "mallory", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); !errors.Is(err, ErrNotFound) {
+		if err := st.AddInvite(ctx, Invite{Hash: code, ID: "00000000000000a1", Team: "acme", Role: hub.RoleMember, CreatedBy: "mallory", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); !errors.Is(err, ErrNotFound) {
 			t.Errorf("AddInvite by a non-member = %v, want ErrNotFound", err)
 		}
-		if err := st.AddInvite(ctx, Invite{Hash: code, Team: "acme", Role: hub.RoleMember, Account: "erin", CreatedBy: "dave", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); err != nil {
+		if err := st.AddInvite(ctx, Invite{Hash: code, ID: "00000000000000a1", Team: "acme", Role: hub.RoleMember, Account: "erin", CreatedBy: "dave", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := st.AcceptInvite(ctx, code, "mallory", at); !errors.Is(err, ErrInviteInvalid) {
@@ -203,11 +205,112 @@ func storeContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("invites are listed, revoked, and die with their creator's role", func(t *testing.T) {
+		st := setup(t)
+		st.CreateTeam(ctx, "acme", "dave", at)
+		st.CreateTeam(ctx, "evil", "mallory", at)
+		n := 0
+		invite := func(team, by, role, account string) ([32]byte, string) {
+			t.Helper()
+			n++
+			hash := sha256.Sum256(fmt.Appendf(nil, "code %d", n))
+			id := fmt.Sprintf("%016x", n)
+			if err := st.AddInvite(ctx, Invite{Hash: hash, ID: id, Team: team, Role: role, Account: account, CreatedBy: by, CreatedAt: at.Add(time.Duration(n) * time.Second), ExpiresAt: at.Add(time.Hour)}); err != nil {
+				t.Fatal(err)
+			}
+			return hash, id
+		}
+		ids := func(invs []Invite) []string {
+			out := []string{}
+			for _, inv := range invs {
+				out = append(out, inv.ID)
+			}
+			return out
+		}
+		erinCode, erinID := invite("acme", "dave", hub.RoleOwner, "erin")
+		if _, _, err := st.AcceptInvite(ctx, erinCode, "erin", at); err != nil {
+			t.Fatal(err)
+		}
+		_, a1 := invite("acme", "dave", hub.RoleMember, "")
+		_, a2 := invite("acme", "erin", hub.RoleOwner, "")
+		_, e1 := invite("evil", "mallory", hub.RoleMember, "")
+
+		got, err := st.Invites(ctx, "acme", "dave", at)
+		if err != nil || !equal(ids(got), []string{a1, a2}) || got[1].CreatedBy != "erin" || got[1].Role != hub.RoleOwner {
+			t.Fatalf("Invites(acme) = %+v, %v; want %s %s (not %s, used)", got, err, a1, a2, erinID)
+		}
+		if got, _ := st.Invites(ctx, "acme", "dave", at.Add(2*time.Hour)); len(got) != 0 {
+			t.Errorf("Invites after expiry = %+v", got)
+		}
+		if _, err := st.Invites(ctx, "acme", "mallory", at); !errors.Is(err, ErrNotFound) {
+			t.Errorf("Invites by a non-member = %v, want ErrNotFound", err)
+		}
+		if _, err := st.RevokeInvites(ctx, "acme", e1, "dave", at); !errors.Is(err, ErrNoInvite) {
+			t.Errorf("revoking another team's invite = %v, want ErrNoInvite", err)
+		}
+		if _, err := st.RevokeInvites(ctx, "acme", a1, "mallory", at); !errors.Is(err, ErrNotFound) {
+			t.Errorf("revoking as a non-member = %v, want ErrNotFound", err)
+		}
+		if got, err := st.RevokeInvites(ctx, "acme", a1, "dave", at); err != nil || !equal(ids(got), []string{a1}) {
+			t.Errorf("RevokeInvites(a1) = %+v, %v", got, err)
+		}
+		if _, err := st.RevokeInvites(ctx, "acme", a1, "dave", at); !errors.Is(err, ErrNoInvite) {
+			t.Errorf("revoking twice = %v, want ErrNoInvite", err)
+		}
+
+		// Erin, demoted, cannot list; her invite is gone, and its code
+		// works for no one.
+		a2Code := sha256.Sum256([]byte("code 3"))
+		if _, _, err := st.SetRole(ctx, "acme", "erin", hub.RoleMember, "dave", at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.Invites(ctx, "acme", "erin", at); !errors.Is(err, ErrNotOwner) {
+			t.Errorf("Invites by a member = %v, want ErrNotOwner", err)
+		}
+		if got, _ := st.Invites(ctx, "acme", "dave", at); len(got) != 0 {
+			t.Errorf("erin's invite outlived her demotion: %+v", got)
+		}
+		if _, _, err := st.AcceptInvite(ctx, a2Code, "mallory", at); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("accepting a demoted owner's invite = %v, want ErrInviteInvalid", err)
+		}
+
+		// Removal and leaving drop the invites of the one who goes, and
+		// nobody else's.
+		st.SetRole(ctx, "acme", "erin", hub.RoleOwner, "dave", at)
+		_, b1 := invite("acme", "erin", hub.RoleOwner, "")
+		_, b2 := invite("acme", "dave", hub.RoleMember, "")
+		if _, err := st.RemoveMember(ctx, "acme", "erin", "dave", at); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := st.Invites(ctx, "acme", "dave", at); !equal(ids(got), []string{b2}) {
+			t.Errorf("after erin's removal: invites %v, want %s (not %s)", ids(got), b2, b1)
+		}
+		st.AcceptInvite(ctx, sha256.Sum256([]byte("code 6")), "erin", at) // b2: erin is back, a member
+		st.SetRole(ctx, "acme", "erin", hub.RoleOwner, "dave", at)
+		_, c1 := invite("acme", "dave", hub.RoleOwner, "mallory")
+		if _, err := st.RemoveMember(ctx, "acme", "dave", "dave", at); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := st.Invites(ctx, "acme", "erin", at); len(got) != 0 {
+			t.Errorf("dave's invite %s outlived his leaving: %v", c1, ids(got))
+		}
+		if got, _ := st.Invites(ctx, "evil", "mallory", at); !equal(ids(got), []string{e1}) {
+			t.Errorf("evil's invites = %v, want %s", ids(got), e1)
+		}
+		all, err := st.RevokeInvites(ctx, "evil", "", "mallory", at)
+		if err != nil || !equal(ids(all), []string{e1}) {
+			t.Errorf("RevokeInvites(all) = %v, %v", ids(all), err)
+		}
+		if all, err := st.RevokeInvites(ctx, "evil", "", "mallory", at); err != nil || len(all) != 0 {
+			t.Errorf("RevokeInvites(all) again = %v, %v; want none", ids(all), err)
+		}
+	})
+
 	t.Run("an ex-member sees only its own leaving", func(t *testing.T) {
 		st := setup(t)
 		st.CreateTeam(ctx, "acme", "dave", at)
 		code := sha256.Sum256([]byte("invite"))
-		if err := st.AddInvite(ctx, Invite{Hash: code, Team: "acme", Role: hub.RoleMember, CreatedBy: "dave", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); err != nil {
+		if err := st.AddInvite(ctx, Invite{Hash: code, ID: "0000000000000001", Team: "acme", Role: hub.RoleMember, CreatedBy: "dave", CreatedAt: at, ExpiresAt: at.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := st.AcceptInvite(ctx, code, "erin", at); err != nil {
@@ -285,6 +388,96 @@ func TestSQLiteStoreContract(t *testing.T) {
 		t.Cleanup(func() { st.Close() })
 		return st
 	})
+}
+
+// TestSQLiteAcceptChecksTheCreator: the role check at accept time holds by
+// itself, for an invite the deletions missed (one written by a hub before
+// schema 2 deleted anything, say): the invite of a creator who is no
+// longer an owner is refused.
+func TestSQLiteAcceptChecksTheCreator(t *testing.T) {
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	st, err := OpenSQLite(filepath.Join(t.TempDir(), "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, a := range []string{"dave", "erin", "mallory"} {
+		st.CreateAccount(ctx, a, at)
+	}
+	st.CreateTeam(ctx, "acme", "dave", at)
+	for i, by := range []string{"erin", "nobody"} { // a member, then an account that is not in the team
+		hash := sha256.Sum256(fmt.Appendf(nil, "code %d", i))
+		if _, err := st.db.ExecContext(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, 'acme', 'owner', '', ?, ?, ?)`,
+			hash[:], fmt.Sprintf("%016x", i), by, nanos(at), nanos(at.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.AcceptInvite(ctx, hash, "mallory", at); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("accepting an owner invite made by %s = %v, want ErrInviteInvalid", by, err)
+		}
+	}
+	if tm, _ := st.Team(ctx, "acme"); len(tm.Members) != 1 {
+		t.Errorf("acme's members = %+v", tm.Members)
+	}
+}
+
+// TestSQLiteMigratesInvites: an invite of a schema-1 database gets an id
+// (its hash's first 8 bytes, in hex), is listed and revoked by it, and
+// still works until then.
+func TestSQLiteMigratesInvites(t *testing.T) {
+	ctx := context.Background()
+	at := time.Now().UTC()
+	path := filepath.Join(t.TempDir(), "hub.db")
+	db, _, err := sqldb.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := sqldb.Migrate(ctx, db, sqliteMigrations[:1], nil); err != nil {
+		t.Fatal(err)
+	}
+	hash := [2][32]byte{sha256.Sum256([]byte("old 1")), sha256.Sum256([]byte("old 2"))}
+	for _, q := range []string{
+		`INSERT INTO accounts VALUES ('dave', 0), ('erin', 0)`,
+		`INSERT INTO teams VALUES ('acme', 0, 0, CAST('{"modules":[],"workflows":[]}' AS BLOB), 0, '')`,
+		`INSERT INTO members VALUES ('acme', 'dave', 'owner', 0)`,
+	} {
+		if _, err := db.ExecContext(ctx, q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range hash {
+		if _, err := db.ExecContext(ctx, `INSERT INTO invites VALUES (?, 'acme', 'member', '', 'dave', ?, ?)`, h[:], nanos(at), nanos(at.Add(time.Hour))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.Close()
+
+	st, err := OpenSQLite(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	invs, err := st.Invites(ctx, "acme", "dave", at)
+	if err != nil || len(invs) != 2 {
+		t.Fatalf("invites after migrating = %+v, %v", invs, err)
+	}
+	byID := map[string][32]byte{}
+	for _, inv := range invs {
+		byID[inv.ID] = inv.Hash
+	}
+	first := fmt.Sprintf("%x", hash[0][:8])
+	if byID[first] != hash[0] {
+		t.Fatalf("invite ids after migrating = %v, want %s for the first", byID, first)
+	}
+	if _, err := st.RevokeInvites(ctx, "acme", first, "dave", at); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := st.AcceptInvite(ctx, hash[0], "erin", at); !errors.Is(err, ErrInviteInvalid) {
+		t.Errorf("a revoked migrated invite = %v", err)
+	}
+	if _, _, err := st.AcceptInvite(ctx, hash[1], "erin", at); err != nil {
+		t.Errorf("a migrated invite: %v", err)
+	}
 }
 
 // TestSQLiteSurvivesReopen: what was committed is there after the database

@@ -1,7 +1,9 @@
 package hubserver
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"net/http"
 
@@ -105,12 +107,80 @@ func (s *Server) invite(c *call) error {
 	}
 	code, hash := newSecret(hub.InvitePrefix)
 	now := s.now().UTC()
-	inv := Invite{Hash: hash, Team: team, Role: req.Role, Account: req.Account, CreatedBy: c.account, CreatedAt: now, ExpiresAt: now.Add(s.inviteTTL)}
+	inv := Invite{Hash: hash, ID: newInviteID(), Team: team, Role: req.Role, Account: req.Account, CreatedBy: c.account, CreatedAt: now, ExpiresAt: now.Add(s.inviteTTL)}
 	if err := s.store.AddInvite(c.ctx, inv); err != nil {
 		return mapTeamErr(err, team, c.account)
 	}
-	s.log.Info("invite created", "account", c.account, "team", team, "role", req.Role, "for", req.Account)
-	s.reply(c, http.StatusCreated, hub.Invite{Team: team, Code: code, Role: req.Role, Account: req.Account, ExpiresAt: inv.ExpiresAt})
+	s.log.Info("invite created", "account", c.account, "team", team, "invite", inv.ID, "role", req.Role, "for", req.Account)
+	s.reply(c, http.StatusCreated, hub.Invite{ID: inv.ID, Team: team, Code: code, Role: req.Role, Account: req.Account, ExpiresAt: inv.ExpiresAt})
+	return nil
+}
+
+// newInviteID returns a random invite id: 16 hex digits, unrelated to the
+// code.
+func newInviteID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+func pending(invs []Invite) []hub.PendingInvite {
+	out := make([]hub.PendingInvite, 0, len(invs))
+	for _, inv := range invs {
+		out = append(out, hub.PendingInvite{ID: inv.ID, Team: inv.Team, Role: inv.Role, Account: inv.Account, CreatedBy: inv.CreatedBy, CreatedAt: inv.CreatedAt.UTC(), ExpiresAt: inv.ExpiresAt.UTC()})
+	}
+	return out
+}
+
+// listInvites answers an owner with the team's pending invites (never a
+// code: the hub has only their hashes).
+func (s *Server) listInvites(c *call) error {
+	team, err := c.name("team")
+	if err != nil {
+		return err
+	}
+	invs, err := s.store.Invites(c.ctx, team, c.account, s.now())
+	if err != nil {
+		return mapTeamErr(err, team, c.account)
+	}
+	s.reply(c, http.StatusOK, pending(invs))
+	return nil
+}
+
+// revokeInvite deletes one pending invite of the team.
+func (s *Server) revokeInvite(c *call) error {
+	team, err := c.name("team")
+	if err != nil {
+		return err
+	}
+	id := c.r.PathValue("id")
+	if !hub.ValidInviteID(id) {
+		return hub.Errorf(hub.CodeBadRequest, "invite id %q: want the 16 hex digits `station team invites` shows", clip(id))
+	}
+	invs, err := s.store.RevokeInvites(c.ctx, team, id, c.account, s.now())
+	if errors.Is(err, ErrNoInvite) {
+		return hub.Errorf(hub.CodeInviteNotFound, "team %q has no pending invite %s: it was used, revoked or has expired (station team invites lists the pending ones)", team, id)
+	}
+	if err != nil {
+		return mapTeamErr(err, team, c.account)
+	}
+	s.log.Info("invite revoked", "account", c.account, "team", team, "invite", id)
+	s.reply(c, http.StatusOK, pending(invs)[0])
+	return nil
+}
+
+// revokeInvites deletes every pending invite of the team.
+func (s *Server) revokeInvites(c *call) error {
+	team, err := c.name("team")
+	if err != nil {
+		return err
+	}
+	invs, err := s.store.RevokeInvites(c.ctx, team, "", c.account, s.now())
+	if err != nil {
+		return mapTeamErr(err, team, c.account)
+	}
+	s.log.Info("invites revoked", "account", c.account, "team", team, "count", len(invs))
+	s.reply(c, http.StatusOK, pending(invs))
 	return nil
 }
 
