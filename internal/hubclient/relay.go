@@ -2,10 +2,12 @@ package hubclient
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"strconv"
@@ -29,17 +31,51 @@ type SubscribeOptions struct {
 	OnDisconnect func(err error)
 	// MinBackoff and MaxBackoff bound the wait before a reconnect
 	// (defaults 500 ms and 30 s); it doubles after each failed attempt,
-	// with jitter, and resets once a stream is established.
+	// with jitter, and resets once a stream is established — unless the
+	// station dropped that stream for breaking the bounds below.
 	MinBackoff, MaxBackoff time.Duration
 	// IdleTimeout ends a stream on which nothing (not even the hub's
 	// keep-alive comment) arrived for this long (default 60 s).
 	IdleTimeout time.Duration
+	// EventTimeout ends a stream on which an event was begun and not
+	// completed within this long (default 30 s): the hub writes each event
+	// at once.
+	EventTimeout time.Duration
 }
 
-var errIdle = errors.New("idle")
+// The bounds of the event stream (docs/hub-client.md, "The relay"). Every
+// one of them ends the stream with a reason that names it; the client then
+// reconnects with backoff from the last event it handled.
+const (
+	// MaxEventBytes bounds one event: all of its lines together, field
+	// names and line ends included. A hub's events are a few hundred bytes
+	// (a yank reason, the longest field, is at most 1 KiB).
+	MaxEventBytes = 1 << 20
+	// MaxNoiseBytes bounds what may arrive in a minute (noiseWindow)
+	// between two events that is not an event: comments and blocks without
+	// data. The hub's keep-alive (": ping" every 15 s) is 32 bytes a
+	// minute; a quiet stream stays open for as long as it comes.
+	MaxNoiseBytes = 64 << 10
+	noiseWindow   = time.Minute
+	// readBuffer is what the reader holds of a line at a time: longer
+	// lines are taken in pieces, counted against the bounds as they come.
+	readBuffer = 64 << 10
+)
 
-// maxEventLine bounds one line of the event stream.
-const maxEventLine = 1 << 20
+var (
+	errIdle       = errors.New("idle")
+	errUnfinished = errors.New("unfinished event")
+)
+
+// badStreamError is a stream the station dropped because the hub broke the
+// protocol or its bounds; such a stream does not reset the backoff.
+type badStreamError struct{ msg string }
+
+func (e *badStreamError) Error() string { return e.msg }
+
+func badStream(format string, args ...any) error {
+	return &badStreamError{msg: fmt.Sprintf(format, args...)}
+}
 
 // HandlerError is returned by Subscribe when the handler failed.
 type HandlerError struct {
@@ -72,6 +108,9 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 	if o.IdleTimeout <= 0 {
 		o.IdleTimeout = 60 * time.Second
 	}
+	if o.EventTimeout <= 0 {
+		o.EventTimeout = 30 * time.Second
+	}
 	cursor := o.Cursor
 	backoff := o.MinBackoff
 	for {
@@ -86,7 +125,8 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 		if o.OnDisconnect != nil {
 			o.OnDisconnect(err)
 		}
-		if connected {
+		var bad *badStreamError
+		if connected && !errors.As(err, &bad) {
 			backoff = o.MinBackoff
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -141,61 +181,201 @@ func (c *Client) stream(ctx context.Context, cursor *int64, o SubscribeOptions, 
 	}
 	// The watchdog ends a stream that went silent (a dead connection that
 	// TCP has not noticed): the hub sends a comment at least every
-	// heartbeat.
+	// heartbeat. Any bytes arriving count, even within a line.
 	idle := time.AfterFunc(o.IdleTimeout, func() { cancel(errIdle) })
 	defer idle.Stop()
+	// The event timer runs from an event's first line to its end.
+	unfinished := time.AfterFunc(o.EventTimeout, func() { cancel(errUnfinished) })
+	unfinished.Stop()
+	defer unfinished.Stop()
 
-	sc := bufio.NewScanner(resp.Body)
-	sc.Buffer(make([]byte, 0, 4096), maxEventLine)
-	var id, data string
-	var hasData bool
-	for sc.Scan() {
-		idle.Reset(o.IdleTimeout)
-		line := sc.Text()
-		if line == "" { // end of an event
-			if hasData {
-				if err := dispatch(id, data, cursor, fn); err != nil {
-					return true, err
-				}
-			}
-			id, data, hasData = "", "", false
-			continue
+	err = readEvents(&activityReader{r: resp.Body, active: func() { idle.Reset(o.IdleTimeout) }}, readBuffer, func(begun bool) {
+		if begun {
+			unfinished.Reset(o.EventTimeout)
+		} else {
+			unfinished.Stop()
 		}
-		if strings.HasPrefix(line, ":") {
-			continue // a comment: keep-alive
-		}
-		field, value, _ := strings.Cut(line, ":")
-		value = strings.TrimPrefix(value, " ")
-		switch field {
-		case "id":
-			id = value
-		case "data":
-			if hasData {
-				data += "\n"
-			}
-			data += value
-			hasData = true
-		}
-		// "event" names the kind, which the data carries too; "retry" is
-		// the hub's suggestion, which the backoff settings override.
-	}
-	if errors.Is(context.Cause(ctx), errIdle) {
+	}, func(id string, data []byte) error {
+		// Applying an event may take a while (a download, a compile):
+		// the hub's silence meanwhile is the station's doing.
+		idle.Stop()
+		defer idle.Reset(o.IdleTimeout)
+		return dispatch(id, data, cursor, fn)
+	})
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errIdle):
 		return true, fmt.Errorf("the hub's event stream was silent for %s", o.IdleTimeout)
+	case errors.Is(cause, errUnfinished):
+		return true, badStream("the hub's event stream left an event unfinished for %s", o.EventTimeout)
 	}
-	if err := sc.Err(); err != nil {
-		return true, fmt.Errorf("read the hub's event stream: %w", err)
+	if err != nil {
+		return true, err
 	}
 	return true, errors.New("the hub ended the event stream")
 }
 
+// activityReader calls active each time bytes arrive.
+type activityReader struct {
+	r      io.Reader
+	active func()
+}
+
+func (a *activityReader) Read(p []byte) (int, error) {
+	n, err := a.r.Read(p)
+	if n > 0 {
+		a.active()
+	}
+	return n, err
+}
+
+// readEvents reads server-sent events from r until it ends or fails, and
+// hands each event that has data to dispatch: its id and its data lines
+// joined with "\n". It holds at most bufSize bytes of a line and
+// MaxEventBytes of an event, in time linear in what it reads, and refuses
+// (with a *badStreamError) an event larger than MaxEventBytes and more than
+// MaxNoiseBytes of comments and data-less blocks in a minute between two
+// events.
+// event(true) is called when an event begins, event(false) when it ends.
+// An event left incomplete when the stream ends is dropped, as the SSE
+// specification says. A read error is returned as it is, io.EOF as nil.
+func readEvents(r io.Reader, bufSize int, event func(begun bool), dispatch func(id string, data []byte) error) error {
+	br := bufio.NewReaderSize(r, bufSize)
+	var (
+		id, data []byte
+		hasData  bool
+		begun    bool // a field line of the current event was read
+		size     int  // bytes of the current event's lines
+		noise    int  // bytes of comments and data-less blocks since the last event or in this window
+		// The line being read: its kind and, for a continued data or id
+		// value, where it goes.
+		midLine bool
+		kind    byte // 'c' comment, 'd' data, 'i' id, 'x' a field the station ignores
+		cr      bool // the last piece of the line ended in "\r"
+	)
+	// Noise is counted since the last event, in windows of a minute.
+	noiseSince := time.Now()
+	addNoise := func(n int) (tooMuch bool) {
+		if now := time.Now(); now.Sub(noiseSince) >= noiseWindow {
+			noise, noiseSince = 0, now
+		}
+		noise += n
+		return noise > MaxNoiseBytes
+	}
+	for {
+		chunk, err := br.ReadSlice('\n')
+		whole := err == nil // chunk ends the line
+		if err != nil && err != bufio.ErrBufferFull {
+			if err == io.EOF {
+				return nil
+			}
+			return fmt.Errorf("read the hub's event stream: %w", err)
+		}
+		n := len(chunk)
+		value := chunk
+		if whole {
+			value = bytes.TrimSuffix(value[:len(value)-1], []byte("\r"))
+		}
+		if !midLine {
+			switch {
+			case whole && len(value) == 0: // a blank line ends the event
+				if begun {
+					event(false)
+				}
+				if hasData {
+					if err := dispatch(string(id), data); err != nil {
+						return err
+					}
+					noise, noiseSince = 0, time.Now()
+				} else if addNoise(size + n) {
+					return noisy()
+				}
+				id, data, hasData, begun, size = id[:0], data[:0], false, false, 0
+				if cap(data) > readBuffer {
+					data = nil // an unusually large event: do not keep its buffer
+				}
+				continue
+			case value[0] == ':':
+				kind = 'c'
+			default:
+				field, rest, colon := bytes.Cut(value, []byte(":"))
+				rest = bytes.TrimPrefix(rest, []byte(" "))
+				if !colon && !whole {
+					field, rest = nil, nil // a field name longer than the buffer: no field the station knows
+				}
+				switch string(field) {
+				case "data":
+					kind = 'd'
+					if hasData {
+						data = append(grow(data, 1), '\n')
+					}
+					hasData = true
+				case "id":
+					kind = 'i'
+					id = id[:0]
+				default:
+					kind = 'x' // "event" names the kind, which the data carries too; "retry" is the hub's suggestion, which the backoff settings override
+				}
+				value = rest
+				if !begun {
+					begun = true
+					event(true)
+				}
+			}
+		}
+		if kind == 'c' {
+			if addNoise(n) {
+				return noisy()
+			}
+		} else {
+			size += n
+			if size > MaxEventBytes {
+				return badStream("the hub's event stream sent an event larger than 1 MiB (%d bytes), which this station refuses", MaxEventBytes)
+			}
+			// A "\r\n" split between two pieces leaves the "\r" in the
+			// value: it belongs to the line end.
+			strip := whole && midLine && cr && n == 1
+			switch kind {
+			case 'd':
+				data = append(grow(data, len(value)), value...)
+				if strip {
+					data = data[:len(data)-1]
+				}
+			case 'i':
+				id = append(id, value...)
+				if strip {
+					id = id[:len(id)-1]
+				}
+			}
+		}
+		cr = n > 0 && chunk[n-1] == '\r'
+		midLine = !whole
+	}
+}
+
+// grow returns b with room for n more bytes, doubling its capacity (append
+// grows large slices by a quarter, which for a 1 MiB event allocates 5 MiB
+// along the way; doubling, up to MaxEventBytes, allocates 2).
+func grow(b []byte, n int) []byte {
+	if len(b)+n <= cap(b) {
+		return b
+	}
+	nb := make([]byte, len(b), max(min(2*cap(b), MaxEventBytes), len(b)+n, 512))
+	copy(nb, b)
+	return nb
+}
+
+func noisy() error {
+	return badStream("the hub's event stream sent more than 64 KiB of comments and empty events in a minute without an event (%d bytes), which this station refuses", MaxNoiseBytes)
+}
+
 // dispatch decodes one event, hands it to fn and moves the cursor past it.
-func dispatch(id, data string, cursor *int64, fn func(hub.Event) error) error {
+func dispatch(id string, data []byte, cursor *int64, fn func(hub.Event) error) error {
 	var ev hub.Event
-	if err := json.Unmarshal([]byte(data), &ev); err != nil {
-		return fmt.Errorf("decode event %s: %w", id, err)
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return badStream("decode event %.40q: %v", id, err)
 	}
 	if id != strconv.FormatInt(ev.Seq, 10) {
-		return fmt.Errorf("event id %q does not match its seq %d", id, ev.Seq)
+		return badStream("event id %.40q does not match its seq %d", id, ev.Seq)
 	}
 	if ev.Seq <= *cursor {
 		return nil // already handled (a replay after a reconnect)
