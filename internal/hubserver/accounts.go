@@ -55,6 +55,8 @@ func (s *Server) deleteToken(c *call) error {
 		return err
 	}
 	s.log.Info("token revoked", "account", c.account, "token_id", id)
+	// Its streams end now, not at the next re-check.
+	s.endStreams(func(st *stream) bool { return st.account == c.account && st.token.ID == id }, errTokenRevoked)
 	c.w.WriteHeader(http.StatusNoContent)
 	return nil
 }

@@ -66,7 +66,7 @@ func (s *Server) authenticate(c *call) error {
 	if err != nil {
 		return fmt.Errorf("authenticate: %w", err)
 	}
-	c.account = t.Account
+	c.account, c.token = t.Account, t
 	return nil
 }
 

@@ -3,6 +3,7 @@ package hubserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -210,10 +211,13 @@ func (s *Server) events(c *call) error {
 	if v == "" {
 		v = c.r.URL.Query().Get("cursor")
 	}
-	if !s.openStream(c.account) {
+	st, ok := s.openStream(c)
+	if !ok {
 		return hub.Errorf(hub.CodeTooManyStreams, "account %q already has %d event streams open, the most this hub allows", c.account, s.limits.MaxStreams)
 	}
-	defer s.closeStream(c.account)
+	defer s.closeStream(st)
+	// From here the stream's context ends when its token is revoked.
+	c.ctx = st.ctx
 	// Subscribe before reading the end of the log: every event after it is
 	// then either in the replay or on the channel.
 	sub := s.relay.subscribe(c.account)
@@ -301,6 +305,10 @@ func (s *Server) events(c *call) error {
 				return nil
 			}
 		case <-c.ctx.Done():
+			if errors.Is(context.Cause(c.ctx), errTokenRevoked) {
+				buf.WriteString(": the token was revoked\n\n")
+				write()
+			}
 			return nil
 		case <-s.stop.Done():
 			return nil
@@ -316,20 +324,85 @@ func formatEvent(b *strings.Builder, ev hub.Event) {
 	fmt.Fprintf(b, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, data)
 }
 
-func (s *Server) openStream(account string) bool {
-	s.streamsMu.Lock()
-	defer s.streamsMu.Unlock()
-	if s.streams[account] >= s.limits.MaxStreams {
-		return false
-	}
-	s.streams[account]++
-	return true
+// A stream is only as good as its token (DESIGN, "Decisions that
+// expire"): revoking the token ends it. The relay narrows what it sends as
+// memberships change (it reads them per event); the token is checked here.
+
+// errTokenRevoked is the cause a stream's context ends with when its token
+// is gone.
+var errTokenRevoked = errors.New("the token was revoked")
+
+// stream is an open event stream.
+type stream struct {
+	account string
+	token   Token
+	ctx     context.Context // the request's, ended also by end
+	end     context.CancelCauseFunc
 }
 
-func (s *Server) closeStream(account string) {
+// openStream registers c's stream, unless its account holds MaxStreams.
+func (s *Server) openStream(c *call) (*stream, bool) {
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
-	if s.streams[account]--; s.streams[account] <= 0 {
-		delete(s.streams, account)
+	if s.streams[c.account] >= s.limits.MaxStreams {
+		return nil, false
+	}
+	s.streams[c.account]++
+	st := &stream{account: c.account, token: c.token}
+	st.ctx, st.end = context.WithCancelCause(c.ctx)
+	s.live[st] = struct{}{}
+	return st, true
+}
+
+func (s *Server) closeStream(st *stream) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	st.end(nil)
+	delete(s.live, st)
+	if s.streams[st.account]--; s.streams[st.account] <= 0 {
+		delete(s.streams, st.account)
+	}
+}
+
+// endStreams ends every open stream match selects, with cause.
+func (s *Server) endStreams(match func(*stream) bool, cause error) {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	for st := range s.live {
+		if match(st) {
+			st.end(cause)
+		}
+	}
+}
+
+// recheckTokens looks up, every s.recheck until ctx ends, the token of each
+// open stream (each token once), and ends the streams of a token that is
+// gone — revoked by the operator or another hub process, or its account
+// deleted. A failed lookup ends nothing: the next round tries again.
+func (s *Server) recheckTokens(ctx context.Context) {
+	t := time.NewTicker(s.recheck)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		s.streamsMu.Lock()
+		tokens := map[[32]byte]bool{}
+		for st := range s.live {
+			tokens[st.token.Hash] = true
+		}
+		s.streamsMu.Unlock()
+		for hash := range tokens {
+			_, err := s.store.TokenByHash(ctx, hash)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				s.endStreams(func(st *stream) bool { return st.token.Hash == hash }, errTokenRevoked)
+				s.log.Info("ended the event streams of a revoked token")
+			case err != nil && ctx.Err() == nil:
+				s.log.Warn("re-check the tokens of event streams", "err", err)
+			}
+		}
 	}
 }

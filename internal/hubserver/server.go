@@ -48,6 +48,7 @@ const (
 	DefaultBurst            = 100
 	DefaultMaxStreams       = 8
 	DefaultHeartbeat        = 15 * time.Second
+	DefaultTokenRecheck     = 2 * time.Second
 	DefaultInviteTTL        = 7 * 24 * time.Hour
 )
 
@@ -65,6 +66,12 @@ type Options struct {
 	Limits hub.Limits
 	// Heartbeat is the interval of keep-alive comments on event streams.
 	Heartbeat time.Duration
+	// TokenRecheck is how often the hub checks that the token of each open
+	// event stream still exists, and ends the streams of one that does not
+	// (a token revoked through this hub ends its streams at once; this
+	// bounds the rest: a token deleted by the operator or another hub
+	// process).
+	TokenRecheck time.Duration
 	// InviteTTL is how long an invite code stays valid.
 	InviteTTL time.Duration
 	// Now is the clock (default time.Now).
@@ -79,6 +86,7 @@ type Server struct {
 	log       *slog.Logger
 	limits    hub.Limits
 	heartbeat time.Duration
+	recheck   time.Duration
 	inviteTTL time.Duration
 	now       func() time.Time
 
@@ -91,9 +99,11 @@ type Server struct {
 	stop      context.Context
 	stopAll   context.CancelFunc
 	relayDone chan struct{}
+	checkDone chan struct{}
 
 	streamsMu sync.Mutex
-	streams   map[string]int // open event streams per account
+	streams   map[string]int       // open event streams per account
+	live      map[*stream]struct{} // every open event stream
 }
 
 // New returns a hub serving o.Store and o.Blobs. It starts the relay's
@@ -102,7 +112,8 @@ func New(o Options) (*Server, error) {
 	if o.Store == nil || o.Blobs == nil {
 		return nil, errors.New("hub server: a Store and a Blobs are required")
 	}
-	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, heartbeat: o.Heartbeat, inviteTTL: o.InviteTTL, now: o.Now, streams: map[string]int{}}
+	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, heartbeat: o.Heartbeat, recheck: o.TokenRecheck, inviteTTL: o.InviteTTL, now: o.Now,
+		streams: map[string]int{}, live: map[*stream]struct{}{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -118,6 +129,7 @@ func New(o Options) (*Server, error) {
 	setDefault(&l.Burst, DefaultBurst)
 	setDefault(&l.MaxStreams, DefaultMaxStreams)
 	setDefault(&s.heartbeat, DefaultHeartbeat)
+	setDefault(&s.recheck, DefaultTokenRecheck)
 	setDefault(&s.inviteTTL, DefaultInviteTTL)
 	s.limiter = newLimiter(l.RatePerSecond, l.Burst, s.now)
 
@@ -131,6 +143,11 @@ func New(o Options) (*Server, error) {
 	go func() {
 		defer close(s.relayDone)
 		s.relay.run(s.stop)
+	}()
+	s.checkDone = make(chan struct{})
+	go func() {
+		defer close(s.checkDone)
+		s.recheckTokens(s.stop)
 	}()
 	s.routes()
 	return s, nil
@@ -150,6 +167,7 @@ func (s *Server) Limits() hub.Limits { return s.limits }
 func (s *Server) Close() error {
 	s.stopAll()
 	<-s.relayDone
+	<-s.checkDone
 	return nil
 }
 
@@ -207,6 +225,7 @@ type call struct {
 	id      string // request id, for correlating a reply with the log
 	client  string // rate-limit key of the client address
 	account string // "" without a valid token
+	token   Token  // the valid token (ID and Hash), when account is set
 	body    int64
 }
 
