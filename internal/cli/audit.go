@@ -67,7 +67,7 @@ each). A summary row stands for the decisions FOLDED says (the JSON field
 				if !r.Allowed {
 					d = "DENY"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), r.Module, r.Command, r.Capability, r.Target, d, folded(r.Folded), r.Reason)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), termText(r.Module), termText(r.Command), termText(string(r.Capability)), termText(r.Target), d, folded(r.Folded), termText(r.Reason))
 			}
 			return tw.Flush()
 		},

@@ -93,7 +93,9 @@ func Run(ctx context.Context, args []string, iostreams IO) int {
 	}
 	code := exitCode(err)
 	if !errors.Is(err, errSilent) {
-		fmt.Fprintln(iostreams.Err, "station: "+err.Error())
+		// An error may quote a hub, a module or a workflow file, and may
+		// join several (one per line).
+		fmt.Fprintln(iostreams.Err, "station: "+termBlock(err.Error(), "  "))
 	}
 	if code == ExitUsage {
 		fmt.Fprintln(iostreams.Err, "Run 'station --help' for usage.")

@@ -24,7 +24,7 @@ func (a *app) daemon(ctx context.Context) *daemon.Client {
 		// knows the token is worth a line: another user's program, or a
 		// daemon older than this CLI that wants restarting.
 		if !errors.Is(err, daemon.ErrNotRunning) || errors.Is(err, daemon.ErrUnproven) || a.verbose {
-			fmt.Fprintf(a.io.Err, "station: %v; running in this process\n", err)
+			fmt.Fprintf(a.io.Err, "station: %s; running in this process\n", termText(err.Error()))
 		}
 		return nil
 	}
@@ -39,6 +39,6 @@ func (a *app) reloadInDaemon(ctx context.Context, id string) {
 		return
 	}
 	if err := c.Reload(ctx, id); err != nil {
-		fmt.Fprintf(a.io.Err, "station: the running daemon could not reload %s: %v (restart it to pick up the change)\n", id, err)
+		fmt.Fprintf(a.io.Err, "station: the running daemon could not reload %s: %s (restart it to pick up the change)\n", termText(id), termText(err.Error()))
 	}
 }

@@ -85,10 +85,10 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		step("station run %s %s --input '%s'", id, command, input)
 		out, err := s.Run(ctx, id, command, []byte(input))
 		if err != nil {
-			fmt.Fprintf(w, "    error (exit code %d): %v\n", exitCode(err), err)
+			fmt.Fprintf(w, "    error (exit code %d): %s\n", exitCode(err), termText(err.Error()))
 			return err
 		}
-		fmt.Fprintf(w, "    %s\n", out)
+		fmt.Fprintf(w, "    %s\n", termText(string(out)))
 		return nil
 	}
 	if err := run("station/hello", "greet", `{"name":"Ada"}`); err != nil {
@@ -119,7 +119,7 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		if r.Folded > 0 {
 			d += fmt.Sprintf(" (folded %d)", r.Folded)
 		}
-		fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", r.Time.Local().Format("15:04:05.000"), r.Module, r.Command, r.Capability, d, r.Target, r.Reason)
+		fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", r.Time.Local().Format("15:04:05.000"), termText(r.Module), termText(r.Command), termText(string(r.Capability)), d, termText(r.Target), termText(r.Reason))
 	}
 	fmt.Fprintf(w, "\ndemo finished: one call allowed, one denied; fake API saw %d request(s), all from allowed calls.\n", fake.requests())
 	return nil
@@ -153,7 +153,7 @@ func (a *app) demoStation(ctx context.Context, root, home string, step func(stri
 		if err := os.WriteFile(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
 			return nil, nil, err
 		}
-		fmt.Fprintf(a.io.Out, "    built %s in %s\n", man.ID, time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(a.io.Out, "    built %s in %s\n", termText(man.ID), time.Since(start).Round(time.Millisecond))
 		dirs[ex] = dst
 	}
 

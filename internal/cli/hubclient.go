@@ -13,7 +13,6 @@ import (
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
-	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 )
 
@@ -64,7 +63,7 @@ const (
 func (a *app) hubApprover(yes bool, mode approvalMode, verb string) hubsync.Approver {
 	return func(p hubsync.Plan) (bool, error) {
 		printHubPlan(a.io.Err, p)
-		ref := p.Version.Module + "@" + p.Version.Version
+		ref := termText(p.Version.Module + "@" + p.Version.Version)
 		if yes {
 			return true, nil
 		}
@@ -72,7 +71,7 @@ func (a *app) hubApprover(yes bool, mode approvalMode, verb string) hubsync.Appr
 			if mode == askOrUsage {
 				return false, usageError{fmt.Errorf("%s %s needs approval: review the permissions above and rerun with --yes", verb, ref)}
 			}
-			return false, fmt.Errorf("%s %s: it %s; review it and rerun with --yes (the installed version keeps running): %w", verb, ref, strings.Join(p.Differences(), "; "), station.ErrNotApproved)
+			return false, fmt.Errorf("%s %s: it %s; review it and rerun with --yes (the installed version keeps running): %w", verb, ref, strings.Join(termList(p.Differences()), "; "), station.ErrNotApproved)
 		}
 		return a.confirm(fmt.Sprintf("%s %s?", capitalize(verb), ref)), nil
 	}
@@ -96,23 +95,24 @@ func capitalize(s string) string {
 
 // printHubPlan shows a hub install: where it comes from, who signed it,
 // what the module may do and, for an upgrade or a team change, what it asks
-// beyond what was approved.
+// beyond what was approved. What the hub and the manifest supplied goes
+// through termText.
 func printHubPlan(w io.Writer, p hubsync.Plan) {
 	printPlan(w, p.Plan)
-	from := p.Hub
+	from := termText(p.Hub)
 	if p.Team != "" {
-		from += ", for team " + p.Team
+		from += ", for team " + termText(p.Team)
 	}
 	fmt.Fprintf(w, "  from      %s\n", from)
 	owner, _, _ := strings.Cut(p.Version.Module, "/")
-	fmt.Fprintf(w, "  signed by key %s of %s (signature and digests verified)\n", p.Key.ID, owner)
+	fmt.Fprintf(w, "  signed by key %s of %s (signature and digests verified)\n", p.Key.ID, termText(owner))
 	if p.Version.Yanked {
-		fmt.Fprintf(w, "  YANKED by its publisher: %s\n", sandbox.SanitizeLimit(p.Version.YankReason, 1024))
+		fmt.Fprintf(w, "  YANKED by its publisher: %s\n", termText(p.Version.YankReason))
 	}
-	diff := p.Differences()
+	diff := termList(p.Differences())
 	switch {
 	case p.Approved != nil && len(diff) > 0:
-		fmt.Fprintf(w, "  Compared with what you approved for %s %s, this version:\n", p.Plan.Replaces.ID, p.Plan.Replaces.Version)
+		fmt.Fprintf(w, "  Compared with what you approved for %s %s, this version:\n", termText(p.Plan.Replaces.ID), termText(p.Plan.Replaces.Version))
 		for _, d := range diff {
 			fmt.Fprintf(w, "    + %s\n", d)
 		}
@@ -151,9 +151,9 @@ func hubError(err error) error {
 // as the hub relays them (hubsync.Runner).
 func (a *app) hubRelay(ctx context.Context, s *station.Station, log *slog.Logger) func(context.Context) {
 	if sess, err := hubsync.Open(ctx, s, log); err == nil {
-		fmt.Fprintf(a.io.Out, "following the hub relay at %s as %s\n", sess.Login.URL, sess.Login.Account)
+		fmt.Fprintf(a.io.Out, "following the hub relay at %s as %s\n", termText(sess.Login.URL), termText(sess.Login.Account))
 	} else if !errors.Is(err, hubsync.ErrNotLoggedIn) {
-		fmt.Fprintf(a.io.Err, "station: warning: not following the hub's relay yet: %v\n", err)
+		fmt.Fprintf(a.io.Err, "station: warning: not following the hub's relay yet: %s\n", termText(err.Error()))
 	}
 	return func(ctx context.Context) { followLogin(ctx, s, log, relayPoll) }
 }

@@ -52,7 +52,7 @@ serve) started after login follows the hub's relay and applies team changes.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "logged in to %s as %s\n", l.URL, l.Account)
+			fmt.Fprintf(a.io.Out, "logged in to %s as %s\n", termText(l.URL), termText(l.Account))
 			return nil
 		},
 	}
@@ -103,7 +103,7 @@ func (a *app) hubWhoamiCmd() *cobra.Command {
 			if asJSON {
 				return writeJSON(a.io.Out, map[string]string{"hub": sess.Login.URL, "account": acct.Name})
 			}
-			fmt.Fprintf(a.io.Out, "%s on %s\n", acct.Name, sess.Login.URL)
+			fmt.Fprintf(a.io.Out, "%s on %s\n", termText(acct.Name), termText(sess.Login.URL))
 			return nil
 		},
 	}
@@ -148,7 +148,7 @@ before trusting a new one.`,
 				os.Remove(file) // a key the hub does not know signs nothing it accepts
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "key %s registered for %s; private key in %s (keep it secret, back it up)\n", k.ID, k.Account, file)
+			fmt.Fprintf(a.io.Out, "key %s registered for %s; private key in %s (keep it secret, back it up)\n", termText(k.ID), termText(k.Account), file)
 			return nil
 		},
 	}

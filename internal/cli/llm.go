@@ -95,7 +95,7 @@ are the station's own use, listed as (station).`,
 				if r.BudgetTokensPerDay > 0 {
 					budget = fmt.Sprint(r.BudgetTokensPerDay)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", r.Module, r.Calls, r.PromptTokens, r.CompletionTokens, budget, used)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", termText(r.Module), r.Calls, r.PromptTokens, r.CompletionTokens, budget, used)
 			}
 			return tw.Flush()
 		},

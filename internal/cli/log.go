@@ -38,7 +38,9 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 			attrs[a.Key] = a.Value.String()
 		}
 		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
-		fmt.Fprintf(&b, "[%s %s] %s\n", attrs["module"], attrs["command"], attrs["text"])
+		// The host escaped the text already; termText again, as for
+		// everything a module supplies, is what this line relies on.
+		fmt.Fprintf(&b, "[%s %s] %s\n", termText(attrs["module"]), termText(attrs["command"]), termText(attrs["text"]))
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		_, err := io.WriteString(h.w, b.String())
@@ -48,7 +50,7 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn {
 		b.WriteString(strings.ToLower(r.Level.String()) + ": ")
 	}
-	b.WriteString(r.Message)
+	b.WriteString(termText(r.Message)) // it may quote a hub's or a relay's words
 	write := func(a slog.Attr) bool {
 		if a.Key == "module" && strings.HasPrefix(r.Message, "module "+a.Value.String()+":") {
 			return true // the station's own line already names it

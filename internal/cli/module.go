@@ -47,7 +47,7 @@ module.yaml names (default module.wasm).`,
 				out = filepath.Join(dir, man.Wasm)
 			}
 			start := time.Now()
-			fmt.Fprintf(a.io.Err, "building %s@%s ...\n", man.ID, man.Version)
+			fmt.Fprintf(a.io.Err, "building %s@%s ...\n", termText(man.ID), termText(man.Version))
 			if err := wasmbuild.Build(cmd.Context(), dir, out); err != nil {
 				return fmt.Errorf("build %s: %w", man.ID, err)
 			}
@@ -102,7 +102,7 @@ first.`,
 					return true, nil
 				}
 				if !a.io.IsTerminal {
-					return false, usageError{fmt.Errorf("install %s needs approval: review the permissions above and rerun with --yes", p.Manifest.ID)}
+					return false, usageError{fmt.Errorf("install %s needs approval: review the permissions above and rerun with --yes", termText(p.Manifest.ID))}
 				}
 				return a.confirm("Install?"), nil
 			})
@@ -115,7 +115,7 @@ first.`,
 					"id": plan.Manifest.ID, "version": plan.Manifest.Version, "digest": plan.Digest, "permissions": plan.Permissions,
 				})
 			}
-			fmt.Fprintf(a.io.Out, "installed %s@%s (%s)\n", plan.Manifest.ID, plan.Manifest.Version, plan.Digest)
+			fmt.Fprintf(a.io.Out, "installed %s@%s (%s)\n", termText(plan.Manifest.ID), termText(plan.Manifest.Version), plan.Digest)
 			return nil
 		},
 	}
@@ -124,29 +124,40 @@ first.`,
 	return c
 }
 
+// printPlan shows what an install asks for. Everything in it but the
+// digest comes from the module (its manifest), so all of it goes through
+// termText — the description too, on one line: in the approval prompt a
+// line of the description must not pass for a line of the permissions.
 func printPlan(w io.Writer, p station.Plan) {
 	m := p.Manifest
-	fmt.Fprintf(w, "%s %s", m.ID, m.Version)
+	fmt.Fprintf(w, "%s %s", termText(m.ID), termText(m.Version))
 	if m.Description != "" {
-		fmt.Fprintf(w, " — %s", m.Description)
+		fmt.Fprintf(w, " — %s", termText(m.Description))
 	}
 	fmt.Fprintln(w)
 	if p.Replaces != nil {
-		fmt.Fprintf(w, "  replaces  %s (%s)\n", p.Replaces.Version, p.Replaces.Digest)
+		fmt.Fprintf(w, "  replaces  %s (%s)\n", termText(p.Replaces.Version), termText(p.Replaces.Digest))
 	}
 	fmt.Fprintf(w, "  digest    %s (%s)\n", p.Digest, humanBytes(int64(p.Size)))
 	names := make([]string, len(m.Commands))
 	for i, c := range m.Commands {
-		names[i] = c.Name
+		names[i] = termText(c.Name)
 	}
 	fmt.Fprintf(w, "  commands  %s\n", strings.Join(names, ", "))
 	fmt.Fprintln(w, "  This module:")
-	for _, l := range p.Permissions.Describe(p.Children) {
-		if strings.HasPrefix(l, "  ") {
-			fmt.Fprintf(w, "    %s\n", l) // a note on the line above
+	printPermissions(w, "    - ", "      ", p.Permissions.Describe(p.Children))
+}
+
+// printPermissions prints the lines of Permissions.Describe: each after
+// bullet, and a line that starts with two spaces (a note on the one above)
+// after note. The lines name hosts, paths and programs from the manifest.
+func printPermissions(w io.Writer, bullet, note string, lines []string) {
+	for _, l := range lines {
+		if n, ok := strings.CutPrefix(l, "  "); ok {
+			fmt.Fprintf(w, "%s%s\n", note, termText(n))
 			continue
 		}
-		fmt.Fprintf(w, "    - %s\n", l)
+		fmt.Fprintf(w, "%s%s\n", bullet, termText(l))
 	}
 }
 
@@ -186,7 +197,7 @@ func (a *app) moduleListCmd() *cobra.Command {
 				if netw == "" {
 					netw = "(none)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", m.ID, m.Version, shortDigest(m.Digest), netw)
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termText(m.ID), termText(m.Version), termText(shortDigest(m.Digest)), termText(netw))
 			}
 			return tw.Flush()
 		},
@@ -236,23 +247,19 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				return writeJSON(a.io.Out, out)
 			}
 			w := a.io.Out
-			fmt.Fprintf(w, "%s %s\n", rec.ID, rec.Version)
+			fmt.Fprintf(w, "%s %s\n", termText(rec.ID), termText(rec.Version))
 			if man.Description != "" {
-				fmt.Fprintf(w, "  %s\n", man.Description)
+				// The one place a description keeps its lines, each
+				// indented under the module's.
+				fmt.Fprintf(w, "  %s\n", termBlock(man.Description, "  "))
 			}
-			fmt.Fprintf(w, "digest     %s\ninstalled  %s\n", rec.Digest, rec.InstalledAt.Local().Format(time.RFC3339))
+			fmt.Fprintf(w, "digest     %s\ninstalled  %s\n", termText(rec.Digest), rec.InstalledAt.Local().Format(time.RFC3339))
 			fmt.Fprintln(w, "commands")
 			for _, c := range man.Commands {
-				fmt.Fprintf(w, "  %-20s %s\n", c.Name, c.Description)
+				fmt.Fprintf(w, "  %-20s %s\n", termText(c.Name), termText(c.Description))
 			}
 			fmt.Fprintln(w, "permissions (approved)")
-			for _, l := range p.Describe(s.ChildConfinement(p)) {
-				if strings.HasPrefix(l, "  ") {
-					fmt.Fprintf(w, "  %s\n", l)
-					continue
-				}
-				fmt.Fprintf(w, "  - %s\n", l)
-			}
+			printPermissions(w, "  - ", "    ", p.Describe(s.ChildConfinement(p)))
 			printLimits(w, lim)
 			return nil
 		},
@@ -285,10 +292,15 @@ func (a *app) moduleRemoveCmd() *cobra.Command {
 	}
 }
 
+// writeJSON prints v as indented JSON, through jsonText: exact JSON, with
+// nothing in its strings a terminal would act on.
 func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(jsonText(b), '\n'))
+	return err
 }
 
 func fileSize(path string) int64 {

@@ -36,7 +36,7 @@ func (a *app) installFromHub(ctx context.Context, ref string, yes, asJSON bool) 
 		return hubError(err)
 	}
 	if !res.Changed {
-		fmt.Fprintf(a.io.Out, "%s@%s is already installed\n", res.ID, res.Version)
+		fmt.Fprintf(a.io.Out, "%s@%s is already installed\n", termText(res.ID), termText(res.Version))
 		return nil
 	}
 	a.reloadInDaemon(ctx, id)
@@ -44,7 +44,7 @@ func (a *app) installFromHub(ctx context.Context, ref string, yes, asJSON bool) 
 	if asJSON {
 		return writeJSON(a.io.Out, map[string]any{"id": id, "version": res.Version, "digest": p.Digest, "hub": p.Hub, "key": p.Key.ID.String(), "permissions": p.Permissions})
 	}
-	fmt.Fprintf(a.io.Out, "installed %s@%s (%s) from %s\n", id, res.Version, p.Digest, p.Hub)
+	fmt.Fprintf(a.io.Out, "installed %s@%s (%s) from %s\n", termText(id), termText(res.Version), p.Digest, termText(p.Hub))
 	return nil
 }
 
@@ -93,7 +93,7 @@ as.`,
 			if asJSON {
 				return writeJSON(a.io.Out, v)
 			}
-			fmt.Fprintf(a.io.Out, "published %s@%s (%s, signed by %s) to %s\n", v.Module, v.Version, v.WasmDigest, v.KeyID, sess.Login.URL)
+			fmt.Fprintf(a.io.Out, "published %s@%s (%s, signed by %s) to %s\n", termText(v.Module), termText(v.Version), termText(v.WasmDigest), termText(v.KeyID), termText(sess.Login.URL))
 			return nil
 		},
 	}
@@ -142,7 +142,7 @@ func (a *app) moduleSearchCmd() *cobra.Command {
 				if latest == "" {
 					latest = "(all yanked)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", m.ID, latest, m.Description)
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", termText(m.ID), termText(latest), termText(m.Description))
 			}
 			if res.Next > 0 {
 				fmt.Fprintf(a.io.Err, "more results: --offset %d\n", res.Next)
@@ -197,7 +197,7 @@ running (exit code 5).`,
 					continue // removed, or replaced by a local install
 				}
 				if o.HubURL != sess.Login.URL {
-					errs = append(errs, fmt.Errorf("upgrade %s: it came from %s, and this station is logged in to %s", o.Module, o.HubURL, sess.Login.URL))
+					errs = append(errs, fmt.Errorf("upgrade %s: it came from %s, and this station is logged in to %s", termText(o.Module), termText(o.HubURL), termText(sess.Login.URL)))
 					continue
 				}
 				latest, err := sess.Client.Resolve(ctx, o.Module)
@@ -206,7 +206,7 @@ running (exit code 5).`,
 					continue
 				}
 				if hub.CompareVersions(latest.Version, rec.Version) <= 0 {
-					fmt.Fprintf(a.io.Out, "%s@%s is up to date\n", o.Module, rec.Version)
+					fmt.Fprintf(a.io.Out, "%s@%s is up to date\n", termText(o.Module), termText(rec.Version))
 					continue
 				}
 				res, err := sess.Install(ctx, hubsync.Request{ID: o.Module, Version: latest.Version}, a.hubApprover(yes, askOrDecline, "upgrade to"))
@@ -215,7 +215,7 @@ running (exit code 5).`,
 					continue
 				}
 				a.reloadInDaemon(ctx, o.Module)
-				fmt.Fprintf(a.io.Out, "upgraded %s %s -> %s\n", o.Module, rec.Version, res.Version)
+				fmt.Fprintf(a.io.Out, "upgraded %s %s -> %s\n", termText(o.Module), termText(rec.Version), termText(res.Version))
 			}
 			return errors.Join(errs...)
 		},

@@ -51,18 +51,34 @@ timed out.`,
 			if err != nil {
 				return err
 			}
-			var buf bytes.Buffer
-			if !compact && json.Indent(&buf, out, "", "  ") == nil {
-				out = buf.Bytes()
-			}
-			a.io.Out.Write(out)
-			fmt.Fprintln(a.io.Out)
+			printResult(a.io.Out, out, compact)
 			return nil
 		},
 	}
 	c.Flags().StringVarP(&input, "input", "i", "", "JSON input: inline JSON, @FILE, or - for standard input (default {})")
 	c.Flags().BoolVar(&compact, "compact", false, "print the result without indentation")
 	return c
+}
+
+// printResult prints a module's (or a workflow's) JSON result: indented, or
+// compacted with --compact (which also drops whitespace such as a carriage
+// return between tokens), through jsonText, so that it is the same JSON
+// value and nothing in it acts on the terminal. A result that is not JSON
+// (the station checks that it is) is printed as text, through termText.
+func printResult(w io.Writer, out []byte, compact bool) {
+	var buf bytes.Buffer
+	var err error
+	if compact {
+		err = json.Compact(&buf, out)
+	} else {
+		err = json.Indent(&buf, bytes.TrimSpace(out), "", "  ")
+	}
+	if err != nil {
+		fmt.Fprintln(w, termText(string(out)))
+		return
+	}
+	w.Write(jsonText(buf.Bytes()))
+	fmt.Fprintln(w)
 }
 
 // readInput resolves --input and checks that it is JSON.

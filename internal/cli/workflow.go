@@ -227,37 +227,40 @@ func (p *progress) event(ev workflow.Event) {
 	defer p.mu.Unlock()
 	if p.asJSON {
 		b, _ := json.Marshal(ev)
-		p.a.io.Out.Write(append(b, '\n'))
+		p.a.io.Out.Write(append(jsonText(b), '\n'))
 		return
 	}
+	// The workflow's and the steps' names come from the workflow file, the
+	// errors from modules and the engine.
 	w := p.a.io.Err
+	step, wf := termText(ev.Step), termText(ev.Workflow)
 	switch ev.Kind {
 	case workflow.EventRunStarted:
-		fmt.Fprintf(w, "run %d: workflow %s (%d steps)\n", ev.RunID, ev.Workflow, p.steps)
+		fmt.Fprintf(w, "run %d: workflow %s (%d steps)\n", ev.RunID, wf, p.steps)
 	case workflow.EventRunResumed:
-		fmt.Fprintf(w, "run %d: resuming workflow %s\n", ev.RunID, ev.Workflow)
+		fmt.Fprintf(w, "run %d: resuming workflow %s\n", ev.RunID, wf)
 	case workflow.EventStepReused:
-		fmt.Fprintf(w, "  reused    %s (finished before the resume)\n", ev.Step)
+		fmt.Fprintf(w, "  reused    %s (finished before the resume)\n", step)
 	case workflow.EventStepStarted:
 		attempt := ""
 		if ev.Attempt > 1 {
 			attempt = fmt.Sprintf(", attempt %d", ev.Attempt)
 		}
-		fmt.Fprintf(w, "  started   %s (%s%s)\n", ev.Step, ev.Uses, attempt)
+		fmt.Fprintf(w, "  started   %s (%s%s)\n", step, termText(ev.Uses), attempt)
 	case workflow.EventStepSucceeded:
-		fmt.Fprintf(w, "  ok        %s in %s\n", ev.Step, round(ev.Duration))
+		fmt.Fprintf(w, "  ok        %s in %s\n", step, round(ev.Duration))
 	case workflow.EventStepRetrying:
-		fmt.Fprintf(w, "  retrying  %s: attempt %d failed after %s: %s; next attempt in %s\n", ev.Step, ev.Attempt, round(ev.Duration), ev.Error, ev.Delay)
+		fmt.Fprintf(w, "  retrying  %s: attempt %d failed after %s: %s; next attempt in %s\n", step, ev.Attempt, round(ev.Duration), termText(ev.Error), ev.Delay)
 	case workflow.EventStepFailed:
 		more := ""
 		if ev.Continued {
 			more = " (continue_on_error: the run goes on)"
 		}
-		fmt.Fprintf(w, "  FAILED    %s after %s: %s%s\n", ev.Step, round(ev.Duration), ev.Error, more)
+		fmt.Fprintf(w, "  FAILED    %s after %s: %s%s\n", step, round(ev.Duration), termText(ev.Error), more)
 	case workflow.EventStepSkipped:
-		fmt.Fprintf(w, "  skipped   %s (its if is false)\n", ev.Step)
+		fmt.Fprintf(w, "  skipped   %s (its if is false)\n", step)
 	case workflow.EventRunFinished:
-		fmt.Fprintf(w, "run %d %s in %s\n", ev.RunID, ev.Status, round(ev.Duration))
+		fmt.Fprintf(w, "run %d %s in %s\n", ev.RunID, termText(string(ev.Status)), round(ev.Duration))
 	}
 }
 
@@ -267,13 +270,7 @@ func (p *progress) finish(res *workflow.Result, err error, compact bool) error {
 	if err != nil || res == nil || p.asJSON {
 		return err
 	}
-	out := []byte(res.Output)
-	var buf bytes.Buffer
-	if !compact && json.Indent(&buf, out, "", "  ") == nil {
-		out = buf.Bytes()
-	}
-	p.a.io.Out.Write(out)
-	fmt.Fprintln(p.a.io.Out)
+	printResult(p.a.io.Out, []byte(res.Output), compact)
 	return nil
 }
 
@@ -336,16 +333,20 @@ or if llm steps have no provider.`,
 	return c
 }
 
+// printReport prints workflow check's report: names from the workflow
+// file, versions, commands and permissions from the modules' manifests, all
+// through termText.
 func printReport(w io.Writer, r *workflow.Report) {
-	fmt.Fprintf(w, "workflow %s (%s)\n", r.Workflow, r.File)
+	list := func(ss []string) string { return strings.Join(termList(ss), ", ") }
+	fmt.Fprintf(w, "workflow %s (%s)\n", termText(r.Workflow), termText(r.File))
 	fmt.Fprintln(w, "steps:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range r.Steps {
 		needs := "-"
 		if len(s.Needs) > 0 {
-			needs = strings.Join(s.Needs, ", ")
+			needs = list(s.Needs)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\tafter: %s\n", s.ID, s.Uses, needs)
+		fmt.Fprintf(tw, "  %s\t%s\tafter: %s\n", termText(s.ID), termText(s.Uses), needs)
 	}
 	tw.Flush()
 	if len(r.Modules) > 0 {
@@ -353,24 +354,18 @@ func printReport(w io.Writer, r *workflow.Report) {
 	}
 	for _, m := range r.Modules {
 		if !m.Installed {
-			fmt.Fprintf(w, "  %s — NOT INSTALLED (steps %s)\n", m.ID, strings.Join(m.Steps, ", "))
+			fmt.Fprintf(w, "  %s — NOT INSTALLED (steps %s)\n", termText(m.ID), list(m.Steps))
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s — commands %s (steps %s)\n", m.ID, m.Version, strings.Join(m.Commands, ", "), strings.Join(m.Steps, ", "))
-		for _, l := range m.Permissions {
-			if strings.HasPrefix(l, "  ") {
-				fmt.Fprintf(w, "      %s\n", l)
-				continue
-			}
-			fmt.Fprintf(w, "    - %s\n", l)
-		}
+		fmt.Fprintf(w, "  %s %s — commands %s (steps %s)\n", termText(m.ID), termText(m.Version), list(m.Commands), list(m.Steps))
+		printPermissions(w, "    - ", "        ", m.Permissions)
 	}
 	if r.LLM != nil {
-		p := r.LLM.Provider
+		p := termText(r.LLM.Provider)
 		if p == "" {
 			p = "NONE CONFIGURED"
 		}
-		fmt.Fprintf(w, "llm (steps %s): the station's own provider, %s; no module's policy applies to it\n", strings.Join(r.LLM.Steps, ", "), p)
+		fmt.Fprintf(w, "llm (steps %s): the station's own provider, %s; no module's policy applies to it\n", list(r.LLM.Steps), p)
 	}
 }
 
@@ -468,7 +463,7 @@ func (a *app) workflowRunsCmd() *cobra.Command {
 				if !r.FinishedAt.IsZero() {
 					took = round(r.FinishedAt.Sub(r.StartedAt)).String()
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Workflow, r.Status, r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, r.File)
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, termText(r.Workflow), termText(string(r.Status)), r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, termText(r.File))
 			}
 			return tw.Flush()
 		},
@@ -490,7 +485,11 @@ func (a *app) workflowShowCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show RUN",
 		Short: "Show a run: its steps, their inputs, outputs, errors, timings and sandbox decisions",
-		Args:  exactArgs(1, "RUN"),
+		Long: `Show prints a run: its steps, their inputs, outputs, errors, timings and the
+sandbox decisions of each attempt. What modules and the workflow file supplied
+is shown escaped (control characters as \xNN), and a document longer than
+` + strconv.Itoa(maxTermText) + ` bytes is cut; --json prints everything as it was recorded.`,
+		Args: exactArgs(1, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id, err := runID(args[0])
@@ -516,9 +515,13 @@ func (a *app) workflowShowCmd() *cobra.Command {
 	return c
 }
 
+// printRun prints workflow show: the workflow's and steps' names from its
+// file, inputs, outputs and errors from the caller, modules and the engine,
+// audit records from the gates — all through termText (the JSON documents
+// on one line each).
 func printRun(w io.Writer, r shownRun) {
-	fmt.Fprintf(w, "run %d: workflow %s — %s\n", r.ID, r.Workflow, r.Status)
-	fmt.Fprintf(w, "  file     %s (%s)\n", r.File, r.Digest)
+	fmt.Fprintf(w, "run %d: workflow %s — %s\n", r.ID, termText(r.Workflow), termText(string(r.Status)))
+	fmt.Fprintf(w, "  file     %s (%s)\n", termText(r.File), termText(r.Digest))
 	fmt.Fprintf(w, "  started  %s", r.StartedAt.Local().Format("2006-01-02 15:04:05.000"))
 	if !r.FinishedAt.IsZero() {
 		fmt.Fprintf(w, ", took %s", round(r.FinishedAt.Sub(r.StartedAt)))
@@ -527,15 +530,15 @@ func printRun(w io.Writer, r shownRun) {
 		fmt.Fprintf(w, ", resumed %d time(s)", r.Resumes)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  inputs   %s\n", r.Inputs)
+	fmt.Fprintf(w, "  inputs   %s\n", termText(string(r.Inputs)))
 	if len(r.Output) > 0 {
-		fmt.Fprintf(w, "  output   %s\n", r.Output)
+		fmt.Fprintf(w, "  output   %s\n", termText(string(r.Output)))
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "  error    %s\n", r.Error)
+		fmt.Fprintf(w, "  error    %s\n", termText(r.Error))
 	}
 	for _, st := range r.Steps {
-		status := string(st.Status)
+		status := termText(string(st.Status))
 		if st.Continued {
 			status += " (continued)"
 		}
@@ -543,20 +546,20 @@ func printRun(w io.Writer, r shownRun) {
 		if !st.FinishedAt.IsZero() && !st.StartedAt.IsZero() {
 			took = ", " + round(st.FinishedAt.Sub(st.StartedAt)).String()
 		}
-		fmt.Fprintf(w, "step %s (%s): %s%s\n", st.Step, st.Uses, status, took)
+		fmt.Fprintf(w, "step %s (%s): %s%s\n", termText(st.Step), termText(st.Uses), status, took)
 		if len(st.Input) > 0 {
-			fmt.Fprintf(w, "  input    %s\n", st.Input)
+			fmt.Fprintf(w, "  input    %s\n", termText(string(st.Input)))
 		}
 		if len(st.Output) > 0 {
-			fmt.Fprintf(w, "  output   %s\n", st.Output)
+			fmt.Fprintf(w, "  output   %s\n", termText(string(st.Output)))
 		}
 		for _, at := range st.AttemptLog {
-			line := fmt.Sprintf("  attempt %d: %s", at.Attempt, at.Status)
+			line := fmt.Sprintf("  attempt %d: %s", at.Attempt, termText(string(at.Status)))
 			if !at.FinishedAt.IsZero() {
 				line += " after " + round(at.FinishedAt.Sub(at.StartedAt)).String()
 			}
 			if at.Error != "" {
-				line += ": " + at.Error
+				line += ": " + termText(at.Error)
 			}
 			fmt.Fprintln(w, line)
 			recs := r.Audit[at.Trace]
@@ -569,7 +572,7 @@ func printRun(w io.Writer, r shownRun) {
 				if rec.Folded > 0 {
 					d += fmt.Sprintf(" (folded %d)", rec.Folded)
 				}
-				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, rec.Module, rec.Capability, rec.Target, rec.Reason)
+				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, termText(rec.Module), termText(string(rec.Capability)), termText(rec.Target), termText(rec.Reason))
 			}
 		}
 	}
