@@ -10,7 +10,8 @@ import (
 )
 
 // The station's hub state (schema 4): the hub it is logged in to and the
-// relay cursor, publisher keys pinned on first use, where each hub-installed
+// relay cursor, publisher keys pinned on first use (per hub and owner since
+// schema 7), where each hub-installed
 // module came from, team memberships with the last lockfile revision
 // applied, and team changes that wait for the operator's approval. The hub
 // token itself is not in the database (RATIONALE.md).
@@ -104,17 +105,46 @@ func (s *Store) SetHubCursor(ctx context.Context, cursor int64) error {
 	return nil
 }
 
-// HubKey is a publisher key the station trusts for one owner's modules.
+// HubKey is a publisher key the station trusts for one owner's modules
+// from one hub (schema 7). The same account name on two hubs may be two
+// people: a key pinned for dave on one hub says nothing about dave on
+// another.
 type HubKey struct {
+	// HubURL is the hub the key was pinned from. "" for a pin made before
+	// schema 7 that no installed module's origin tied to a hub: such a pin
+	// is trusted on no hub, and a different key is asked about
+	// (hubsync).
+	HubURL    string
 	Owner     string
 	KeyID     string
 	PublicKey string
 	PinnedAt  time.Time
 }
 
-// HubKeys returns the keys pinned for owner, oldest first.
-func (s *Store) HubKeys(ctx context.Context, owner string) ([]HubKey, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT owner, key_id, public_key, pinned_at FROM hub_keys WHERE owner = ? ORDER BY pinned_at, key_id`, owner)
+const keyColumns = `hub_url, owner, key_id, public_key, pinned_at`
+
+// HubKeys returns the keys pinned for owner on the hub at hubURL, oldest
+// first: the keys the station trusts for that owner's modules from that
+// hub, and no other.
+func (s *Store) HubKeys(ctx context.Context, hubURL, owner string) ([]HubKey, error) {
+	if hubURL == "" {
+		return nil, fmt.Errorf("pinned keys of %s: no hub given", owner)
+	}
+	return s.hubKeys(ctx, `SELECT `+keyColumns+` FROM hub_keys WHERE hub_url = ? AND owner = ? ORDER BY pinned_at, key_id`, hubURL, owner)
+}
+
+// HubKeysOnEveryHub returns the keys pinned for owner on any hub (and
+// those pinned before the station recorded hubs, with HubURL ""), by hub
+// and then oldest first. They are what the operator is shown when a hub
+// presents another key for an owner; they are trusted only through
+// HubKeys.
+func (s *Store) HubKeysOnEveryHub(ctx context.Context, owner string) ([]HubKey, error) {
+	return s.hubKeys(ctx, `SELECT `+keyColumns+` FROM hub_keys WHERE owner = ? ORDER BY hub_url, pinned_at, key_id`, owner)
+}
+
+func (s *Store) hubKeys(ctx context.Context, q string, args ...any) ([]HubKey, error) {
+	owner := args[len(args)-1]
+	rows, err := s.db.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
 	}
@@ -123,7 +153,7 @@ func (s *Store) HubKeys(ctx context.Context, owner string) ([]HubKey, error) {
 	for rows.Next() {
 		var k HubKey
 		var at int64
-		if err := rows.Scan(&k.Owner, &k.KeyID, &k.PublicKey, &at); err != nil {
+		if err := rows.Scan(&k.HubURL, &k.Owner, &k.KeyID, &k.PublicKey, &at); err != nil {
 			return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
 		}
 		k.PinnedAt = fromNanos(at)
@@ -135,19 +165,23 @@ func (s *Store) HubKeys(ctx context.Context, owner string) ([]HubKey, error) {
 	return out, nil
 }
 
-// PutHubKey pins a key for its owner (a no-op if it is pinned already).
+// PutHubKey pins a key for its owner on its hub (a no-op if exactly this
+// key is pinned there already). The hub must be named.
 func (s *Store) PutHubKey(ctx context.Context, k HubKey) error {
+	if k.HubURL == "" {
+		return fmt.Errorf("pin key %s of %s: no hub given", k.KeyID, k.Owner)
+	}
 	at, err := toNanos(k.PinnedAt)
 	if err != nil {
 		return fmt.Errorf("pin key %s: %w", k.KeyID, err)
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO hub_keys (owner, key_id, public_key, pinned_at) VALUES (?, ?, ?, ?)
-			ON CONFLICT (owner, key_id) DO NOTHING`, k.Owner, k.KeyID, k.PublicKey, at)
+		_, err := tx.ExecContext(ctx, `INSERT INTO hub_keys (`+keyColumns+`) VALUES (?, ?, ?, ?, ?)
+			ON CONFLICT (hub_url, owner, key_id, public_key) DO NOTHING`, k.HubURL, k.Owner, k.KeyID, k.PublicKey, at)
 		return err
 	})
 	if err != nil {
-		return fmt.Errorf("pin key %s of %s: %w", k.KeyID, k.Owner, err)
+		return fmt.Errorf("pin key %s of %s on %s: %w", k.KeyID, k.Owner, k.HubURL, err)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -26,7 +27,7 @@ func TestHubLogin(t *testing.T) {
 	}
 	s.PutHubTeam(ctx, HubTeam{Name: "acme", HubURL: "http://127.0.0.1:1", Role: "owner", Revision: 3})
 	s.ReplaceHubPendings(ctx, "acme", []HubPending{{Module: "dave/x", Version: "2.0.0", Revision: 3, Escalations: []string{"may now connect to a.example"}, RecordedAt: at}})
-	s.PutHubKey(ctx, HubKey{Owner: "dave", KeyID: "K1", PublicKey: "RW...", PinnedAt: at})
+	s.PutHubKey(ctx, HubKey{HubURL: "http://127.0.0.1:1", Owner: "dave", KeyID: "K1", PublicKey: "RW...", PinnedAt: at})
 	s.PutHubOrigin(ctx, HubOrigin{Module: "dave/x", HubURL: "http://127.0.0.1:1", Version: "1.0.0", ManifestDigest: "m", WasmDigest: "w", KeyID: "K1", InstalledAt: at})
 
 	// The same hub and account again: the cursor stays.
@@ -48,7 +49,7 @@ func TestHubLogin(t *testing.T) {
 	if got.Cursor != 0 || len(teams) != 0 || len(ps) != 0 {
 		t.Errorf("after a login as another account: cursor %d, teams %v, pending %v; want all empty", got.Cursor, teams, ps)
 	}
-	keys, _ := s.HubKeys(ctx, "dave")
+	keys, _ := s.HubKeys(ctx, "http://127.0.0.1:1", "dave")
 	if _, err := s.HubOrigin(ctx, "dave/x"); err != nil || len(keys) != 1 {
 		t.Errorf("pinned keys %v and origin (%v) must survive a new login", keys, err)
 	}
@@ -92,5 +93,100 @@ func TestHubTeamsAndPending(t *testing.T) {
 	}
 	if _, err := s.HubTeam(ctx, "acme"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("HubTeam(acme) after delete = %v", err)
+	}
+}
+
+// TestHubKeysPerHub: a key is pinned for an owner on one hub; the same
+// owner on another hub has no pins until one is made there, and the pins
+// of every hub are listed apart from those trusted.
+func TestHubKeysPerHub(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	at := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	a, b := "https://a.example", "https://b.example"
+	for _, k := range []HubKey{
+		{HubURL: a, Owner: "dave", KeyID: "K1", PublicKey: "RWK1", PinnedAt: at},
+		{HubURL: a, Owner: "dave", KeyID: "K1", PublicKey: "RWK1", PinnedAt: at.Add(time.Hour)},    // again: a no-op
+		{HubURL: a, Owner: "dave", KeyID: "K1", PublicKey: "RWother", PinnedAt: at.Add(time.Hour)}, // the same id, another key
+		{HubURL: b, Owner: "dave", KeyID: "K2", PublicKey: "RWK2", PinnedAt: at},
+		{HubURL: a, Owner: "erin", KeyID: "K3", PublicKey: "RWK3", PinnedAt: at},
+	} {
+		if err := s.PutHubKey(ctx, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.PutHubKey(ctx, HubKey{Owner: "dave", KeyID: "K9", PublicKey: "RWK9", PinnedAt: at}); err == nil {
+		t.Error("PutHubKey pinned a key for no hub")
+	}
+	onA, _ := s.HubKeys(ctx, a, "dave")
+	want := []HubKey{{HubURL: a, Owner: "dave", KeyID: "K1", PublicKey: "RWK1", PinnedAt: at}, {HubURL: a, Owner: "dave", KeyID: "K1", PublicKey: "RWother", PinnedAt: at.Add(time.Hour)}}
+	if !reflect.DeepEqual(onA, want) {
+		t.Errorf("HubKeys(a, dave) = %+v, want %+v", onA, want)
+	}
+	if onC, err := s.HubKeys(ctx, "https://c.example", "dave"); err != nil || len(onC) != 0 {
+		t.Errorf("HubKeys(c, dave) = %+v, %v; want none", onC, err)
+	}
+	if _, err := s.HubKeys(ctx, "", "dave"); err == nil {
+		t.Error("HubKeys without a hub succeeded")
+	}
+	every, _ := s.HubKeysOnEveryHub(ctx, "dave")
+	if len(every) != 3 || every[0].HubURL != a || every[2].HubURL != b {
+		t.Errorf("HubKeysOnEveryHub(dave) = %+v", every)
+	}
+}
+
+// TestHubKeysMigration: a pin made before schema 7 goes to every hub an
+// installed module of its owner signed by it came from, and a pin no
+// origin names to no hub ("").
+func TestHubKeysMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "station.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:6]
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO hub_keys (owner, key_id, public_key, pinned_at) VALUES ('dave', 'K1', 'RWK1', 1), ('dave', 'K2', 'RWK2', 2), ('erin', 'K1', 'RWE1', 3)`,
+		`INSERT INTO hub_origins (module, hub_url, version, manifest_digest, wasm_digest, key_id, team, installed_at) VALUES
+			('dave/a', 'https://a.example', '1.0.0', 'm', 'w', 'K1', '', 1),
+			('dave/b', 'https://a.example', '1.0.0', 'm', 'w', 'K1', '', 1),
+			('dave/c', 'https://b.example', '1.0.0', 'm', 'w', 'K1', '', 1),
+			('davey/d', 'https://c.example', '1.0.0', 'm', 'w', 'K2', '', 1)`,
+	} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	migrations = saved
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	type pin struct{ hub, owner, id, key string }
+	var got []pin
+	for _, owner := range []string{"dave", "erin"} {
+		ks, err := s.HubKeysOnEveryHub(ctx, owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range ks {
+			got = append(got, pin{k.HubURL, k.Owner, k.KeyID, k.PublicKey})
+		}
+	}
+	want := []pin{
+		{"", "dave", "K2", "RWK2"}, // davey/d is not dave's
+		{"https://a.example", "dave", "K1", "RWK1"},
+		{"https://b.example", "dave", "K1", "RWK1"},
+		{"", "erin", "K1", "RWE1"}, // dave's modules name K1, not erin's
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("pins after the migration:\n got %v\nwant %v", got, want)
+	}
+	if ks, _ := s.HubKeys(ctx, "https://c.example", "dave"); len(ks) != 0 {
+		t.Errorf("a pin no origin names is trusted on a hub: %+v", ks)
 	}
 }

@@ -28,6 +28,13 @@ import (
 //   - 6: audit.folded (how many decisions a rate-limit summary row stands
 //     for; 0 for a decision recorded one by one). Summary rows stored
 //     before it get their count from their reason text.
+//   - 7: hub_keys.hub_url (a key is pinned per hub and owner: the same
+//     account name on two hubs may be two people). A pin made before gets
+//     the hub of every installed module whose origin names that owner and
+//     key; a pin no origin names gets an empty hub_url (trusted on no hub,
+//     shown when a hub presents another key for its owner). The primary
+//     key also takes the public key, so a key that shares another's id can
+//     be pinned. See hub.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -166,11 +173,31 @@ var migrations = []string{
 	`ALTER TABLE audit ADD COLUMN folded INTEGER NOT NULL DEFAULT 0; -- decisions a summary row stands for, 0 if none
 	UPDATE audit SET folded = CAST(substr(reason, 19, instr(reason, ' more ') - 19) AS INTEGER)
 		WHERE reason LIKE 'audit rate limit: % more %' AND target LIKE '(% decisions)';`,
+	// 7
+	`CREATE TABLE hub_keys_7 (
+		hub_url    TEXT NOT NULL,    -- the hub the key was pinned from; '' for a pin from before schema 7 no origin names
+		owner      TEXT NOT NULL,    -- the account on that hub whose modules the key signs
+		key_id     TEXT NOT NULL,    -- minisign key id
+		public_key TEXT NOT NULL,    -- the base64 line of the minisign public key
+		pinned_at  INTEGER NOT NULL,
+		PRIMARY KEY (hub_url, owner, key_id, public_key)
+	) STRICT;
+	INSERT INTO hub_keys_7 (hub_url, owner, key_id, public_key, pinned_at)
+		SELECT DISTINCT o.hub_url, k.owner, k.key_id, k.public_key, k.pinned_at
+		FROM hub_keys k JOIN hub_origins o
+			ON o.key_id = k.key_id AND substr(o.module, 1, instr(o.module, '/') - 1) = k.owner
+		WHERE o.hub_url != '';
+	INSERT INTO hub_keys_7 (hub_url, owner, key_id, public_key, pinned_at)
+		SELECT '', k.owner, k.key_id, k.public_key, k.pinned_at FROM hub_keys k
+		WHERE NOT EXISTS (SELECT 1 FROM hub_keys_7 n WHERE n.owner = k.owner AND n.key_id = k.key_id);
+	DROP TABLE hub_keys;
+	ALTER TABLE hub_keys_7 RENAME TO hub_keys;
+	CREATE INDEX hub_keys_owner ON hub_keys (owner);`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 6
+const SchemaVersion = 7
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {
