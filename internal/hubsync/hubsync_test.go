@@ -186,7 +186,7 @@ func TestApplyPendingKeyChange(t *testing.T) {
 	if err != nil || len(rep.Installed) != 1 {
 		t.Fatalf("approved apply = %+v, %v", rep, err)
 	}
-	keys, _ := e.sess.Station.Store.HubKeys(ctx, "dave")
+	keys, _ := e.sess.Station.Store.HubKeys(ctx, e.h.URL, "dave")
 	if len(keys) != 2 {
 		t.Errorf("pinned keys after approval = %v, want both", keys)
 	}

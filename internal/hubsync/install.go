@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/station-dev/station/hub"
@@ -45,11 +46,16 @@ type Plan struct {
 	// (everything it asks for, for a new module); empty: nothing new.
 	Escalations []string
 	// Key is the publisher key whose signature verified. KeyChange is set
-	// when the station had pinned other keys for the owner and not this
-	// one; PinnedKeys are those.
-	Key        hub.PublicKey
-	KeyChange  bool
-	PinnedKeys []string
+	// when the station had pinned other keys for the owner on this hub and
+	// not this one (PinnedKeys are those), or, on the owner's first use on
+	// this hub, when keys are pinned for an owner of the same name on other
+	// hubs and this key is none of them (PinnedElsewhere are those). Pins
+	// are per hub and owner: the same account name on two hubs may be two
+	// people.
+	Key             hub.PublicKey
+	KeyChange       bool
+	PinnedKeys      []string
+	PinnedElsewhere []store.HubKey
 	// OriginChange is set when the installed version did not come from
 	// this hub (a local install, or another hub): the hub's version is
 	// other code under the same id, whatever it asks for.
@@ -77,9 +83,36 @@ func (p Plan) Differences() []string {
 		out = append(out, fmt.Sprintf("IS AN OLDER VERSION (%s) than the installed %s", p.Version.Version, p.Plan.Replaces.Version))
 	}
 	if p.KeyChange {
-		out = append(out, fmt.Sprintf("IS SIGNED BY KEY %s, which is not the key pinned for %s (%s)", p.Key.ID, owner(p.Version.Module), strings.Join(p.PinnedKeys, ", ")))
+		o := owner(p.Version.Module)
+		if len(p.PinnedKeys) > 0 {
+			out = append(out, fmt.Sprintf("IS SIGNED BY KEY %s, which is not the key pinned for %s on %s (%s)", p.Key.ID, o, p.Hub, strings.Join(p.PinnedKeys, ", ")))
+		} else {
+			out = append(out, fmt.Sprintf("IS SIGNED BY KEY %s, and no key is pinned for %s on %s; %s: an account of the same name on another hub may be another publisher", p.Key.ID, o, p.Hub, pinnedElsewhere(o, p.PinnedElsewhere)))
+		}
 	}
 	return out
+}
+
+// pinnedElsewhere says which keys are pinned for owner on other hubs:
+// "dave on https://a signs with K1, K2; dave on a hub not recorded (pinned
+// before schema 7) signs with K3".
+func pinnedElsewhere(owner string, keys []store.HubKey) string {
+	var parts []string
+	for i := 0; i < len(keys); {
+		j, ids := i, []string{}
+		for ; j < len(keys) && keys[j].HubURL == keys[i].HubURL; j++ {
+			if !slices.Contains(ids, keys[j].KeyID) {
+				ids = append(ids, keys[j].KeyID)
+			}
+		}
+		where := "on " + keys[i].HubURL
+		if keys[i].HubURL == "" {
+			where = "on a hub this station did not record (a pin from before it recorded hubs)"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s signs with %s", owner, where, strings.Join(ids, ", ")))
+		i = j
+	}
+	return strings.Join(parts, "; ")
 }
 
 // Approver decides whether to go ahead with a plan. It returns false (or
@@ -112,7 +145,8 @@ func owner(id string) string { o, _, _ := strings.Cut(id, "/"); return o }
 // downloads and verifies the bundle (the signature by a key the hub lists
 // for the owner over exactly these bytes, id and version; the digests the
 // hub lists and req.Pin), checks the publisher key against the keys pinned
-// for the owner (trust on first use), and hands the package to
+// for the owner on this hub (trust on first use, unless an owner of that
+// name is pinned on another hub with another key), and hands the package to
 // station.Install, which checks the wasm against its manifest. The approver
 // is asked when req.Ask is set or when the plan needs approval; with a nil
 // approver such an install returns a *PendingError and changes nothing. A
@@ -149,18 +183,29 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 	if err != nil {
 		return res, err
 	}
-	pinned, err := st.Store.HubKeys(ctx, owner(req.ID))
+	// The keys pinned for the owner on this hub, and no other hub: the
+	// same account name on two hubs may be two people.
+	pinned, err := st.Store.HubKeys(ctx, s.Login.URL, owner(req.ID))
 	if err != nil {
 		return res, err
 	}
 	plan := Plan{Hub: s.Login.URL, Team: req.Team, Version: pkg.Version, Key: pkg.Key}
+	signedBy := func(k store.HubKey) bool { return k.KeyID == pkg.Key.ID.String() && k.PublicKey == pkg.Key.String() }
 	if len(pinned) > 0 {
-		plan.KeyChange = true
+		plan.KeyChange = !slices.ContainsFunc(pinned, signedBy)
 		for _, k := range pinned {
 			plan.PinnedKeys = append(plan.PinnedKeys, k.KeyID)
-			if k.KeyID == pkg.Key.ID.String() && k.PublicKey == pkg.Key.String() {
-				plan.KeyChange = false
-			}
+		}
+	} else {
+		// The owner's first use on this hub is trust on first use — unless
+		// an owner of that name is pinned on another hub with other keys:
+		// then the operator says whether this is the same publisher.
+		every, err := st.Store.HubKeysOnEveryHub(ctx, owner(req.ID))
+		if err != nil {
+			return res, err
+		}
+		if len(every) > 0 && !slices.ContainsFunc(every, signedBy) {
+			plan.KeyChange, plan.PinnedElsewhere = true, every
 		}
 	}
 	approved := station.Permissions{Network: []string{}, FilesystemWrites: []string{}, Subprocess: false}
@@ -225,7 +270,7 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 		ManifestDigest: pkg.Version.ManifestDigest, WasmDigest: pkg.Version.WasmDigest, KeyID: pkg.Key.ID.String(), Team: req.Team, InstalledAt: now}); err != nil {
 		return res, err
 	}
-	if err := st.Store.PutHubKey(ctx, store.HubKey{Owner: owner(req.ID), KeyID: pkg.Key.ID.String(), PublicKey: pkg.Key.String(), PinnedAt: now}); err != nil {
+	if err := st.Store.PutHubKey(ctx, store.HubKey{HubURL: s.Login.URL, Owner: owner(req.ID), KeyID: pkg.Key.ID.String(), PublicKey: pkg.Key.String(), PinnedAt: now}); err != nil {
 		return res, err
 	}
 	s.log().Info("installed from the hub", "module", req.ID, "version", v.Version, "digest", pkg.Version.WasmDigest, "key", pkg.Key.ID.String(), "team", req.Team)
