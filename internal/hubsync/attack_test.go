@@ -1,18 +1,98 @@
 package hubsync_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/wasmbuild"
 )
+
+// TestSyncAppliesOnlyTheTeamItAskedFor: a hub that answers the lockfile of
+// team acme with a lockfile that names team beta (another team of this
+// station, at a revision far ahead, with a workflow of its choosing) changes
+// nothing: not beta's revision (which would make the station ignore beta's
+// real pushes), not beta's workflows, not acme.
+func TestSyncAppliesOnlyTheTeamItAskedFor(t *testing.T) {
+	ctx := context.Background()
+	h := hubtest.Start(t)
+	target, _ := url.Parse(h.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	evil := "name: evil\nsteps: []\n"
+	proxy.ModifyResponse = func(r *http.Response) error {
+		if r.Request.URL.Path != "/v1/teams/acme/lockfile" || r.StatusCode != 200 {
+			return nil
+		}
+		var tl hub.TeamLockfile
+		if err := json.NewDecoder(r.Body).Decode(&tl); err != nil {
+			return err
+		}
+		tl.Team, tl.Revision = "beta", 999
+		tl.Lockfile.Workflows = append(tl.Lockfile.Workflows, hub.Workflow{Name: "evil", Source: evil, Digest: hub.Digest([]byte(evil))})
+		b, _ := json.Marshal(tl)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		r.ContentLength = int64(len(b))
+		r.Header.Set("Content-Length", strconv.Itoa(len(b)))
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	t.Cleanup(front.Close)
+
+	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	if _, err := hubsync.Login(ctx, st, front.URL, h.Account(t, "erin")); err != nil {
+		t.Fatal(err)
+	}
+	sess, err := hubsync.Open(ctx, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"acme", "beta"} {
+		if _, _, err := sess.CreateTeam(ctx, name, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := sess.Sync(ctx, "beta", nil); err != nil {
+		t.Fatal(err)
+	}
+
+	rep, err := sess.Sync(ctx, "acme", nil)
+	if err == nil || !strings.Contains(err.Error(), `lockfile of team "beta"`) {
+		t.Errorf("Sync(acme) = %+v, %v; want it refused, naming the team the hub answered for", rep, err)
+	}
+	for _, name := range []string{"acme", "beta"} {
+		if team, _ := st.Store.HubTeam(ctx, name); team.Revision != 0 {
+			t.Errorf("team %s is at revision %d after the hub answered for another team, want 0", name, team.Revision)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(hubsync.WorkflowDir(st.Home, "beta"), "evil.yaml")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the hub's workflow was written into team beta's directory (%v)", err)
+	}
+}
 
 // twoHubs is a station and two hubs on which an account named dave
 // publishes, each with a key of its own: the same name, two publishers.
@@ -191,3 +271,142 @@ func lockedAt(t *testing.T, sess *hubsync.Session, id, version string) hub.Locke
 	return hub.LockedModule{ID: id, Version: version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest, Permissions: none()}
 }
 
+// TestRunnerSaysWhyTheRelayDropped: the daemon's relay runner logs why a
+// stream was dropped — here an event that never ends — and reconnects; an
+// event that names no valid team is skipped, recording nothing.
+func TestRunnerSaysWhyTheRelayDropped(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	var conns atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/events" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		switch conns.Add(1) {
+		case 1:
+			io.WriteString(w, "id: 1\ndata: {\n")
+			line := []byte("data: " + strings.Repeat(" ", 64<<10) + "\n")
+			for i := 0; i < 64; i++ {
+				if _, err := w.Write(line); err != nil {
+					return
+				}
+			}
+		case 2:
+			io.WriteString(w, "id: 1\nevent: team.created\ndata: {\"seq\":1,\"kind\":\"team.created\",\"team\":\"../../x\",\"account\":\"erin\",\"role\":\"owner\"}\n\n")
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	l := store.HubLogin{URL: srv.URL, Account: "erin", LoggedIn: time.Now().UTC()}
+	if err := st.Store.PutHubLogin(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	c, err := hubclient.New(srv.URL, &http.Client{Transport: &http.Transport{}}, hubclient.Options{Token: "sth_test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log syncBuffer
+	sess := &hubsync.Session{Station: st, Client: c, Login: l, Log: slog.New(slog.NewTextHandler(&log, nil))}
+	done := make(chan error, 1)
+	go func() { done <- (&hubsync.Runner{Session: sess, MinBackoff: time.Millisecond}).Run(ctx) }()
+	for {
+		if l, _ := st.Store.HubLogin(ctx); l.Cursor == 1 || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("Run = %v", err)
+	}
+	out := log.String()
+	if !strings.Contains(out, `msg="hub relay disconnected; reconnecting with backoff" hub=`+srv.URL+` reason="the hub's event stream sent an event larger than 1 MiB`) {
+		t.Errorf("the log does not say why the relay dropped the stream:\n%s", out)
+	}
+	if !strings.Contains(out, "ignored an event that names no valid team") {
+		t.Errorf("the log does not say the event was skipped:\n%s", out)
+	}
+	if teams, _ := st.Store.HubTeams(context.Background()); len(teams) != 0 {
+		t.Errorf("teams recorded from the event: %+v", teams)
+	}
+	if l, _ := st.Store.HubLogin(context.Background()); l.Cursor != 1 {
+		t.Errorf("cursor %d, want 1 (the event was handled by skipping it)", l.Cursor)
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestTeamNamesFromTheHubAreChecked: the team a join answer names, the
+// teams a listing names and the team a create answers for become store
+// keys and directories: a name that is not a team name, or another team
+// than the one created, is refused and nothing is recorded.
+func TestTeamNamesFromTheHubAreChecked(t *testing.T) {
+	ctx := context.Background()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/invites/accept":
+			io.WriteString(w, `{"name":"../../x","role":"member","revision":0,"created_at":"2026-11-01T00:00:00Z"}`)
+		case "/v1/teams":
+			if r.Method == http.MethodPost {
+				w.WriteHeader(201)
+				io.WriteString(w, `{"name":"beta","role":"owner","revision":0,"created_at":"2026-11-01T00:00:00Z"}`)
+				return
+			}
+			io.WriteString(w, `[{"name":"acme","role":"member","revision":0,"created_at":"2026-11-01T00:00:00Z"},{"name":"Bad/Name","role":"member","revision":0,"created_at":"2026-11-01T00:00:00Z"}]`)
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	l := store.HubLogin{URL: srv.URL, Account: "erin", LoggedIn: time.Now().UTC()}
+	if err := st.Store.PutHubLogin(ctx, l); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := hubclient.New(srv.URL, &http.Client{Transport: &http.Transport{}}, hubclient.Options{Token: "sth_test"})
+	sess := &hubsync.Session{Station: st, Client: c, Login: l}
+	if _, _, err := sess.Join(ctx, "sti_code", nil); err == nil || !strings.Contains(err.Error(), `the hub named team "../../x"`) {
+		t.Errorf("Join = %v, want the team name refused", err)
+	}
+	if _, err := sess.RefreshTeams(ctx); err == nil || !strings.Contains(err.Error(), `"Bad/Name"`) {
+		t.Errorf("RefreshTeams = %v, want the team name refused", err)
+	}
+	if _, _, err := sess.CreateTeam(ctx, "acme", false); err == nil || !strings.Contains(err.Error(), `answered for team "beta"`) {
+		t.Errorf("CreateTeam(acme) = %v, want the answer for beta refused", err)
+	}
+	if teams, _ := st.Store.HubTeams(ctx); len(teams) != 0 {
+		t.Errorf("teams recorded: %+v", teams)
+	}
+	if _, err := os.Stat(filepath.Join(st.Home, "x")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a directory outside the teams' was made (%v)", err)
+	}
+}

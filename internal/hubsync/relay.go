@@ -56,7 +56,9 @@ func (r *Runner) Run(ctx context.Context) error {
 					r.OnConnect(cursor)
 				}
 			},
-			OnDisconnect: func(err error) { log.Warn("hub relay disconnected; reconnecting", "err", err.Error()) },
+			OnDisconnect: func(err error) {
+				log.Warn("hub relay disconnected; reconnecting with backoff", "hub", l.URL, "reason", err.Error())
+			},
 		}, func(ev hub.Event) error { return r.handle(ctx, ev) })
 		if ctx.Err() != nil {
 			return nil
@@ -91,6 +93,11 @@ func (r *Runner) handle(ctx context.Context, ev hub.Event) error {
 	s := r.Session
 	st := s.Station.Store
 	me := s.Login.Account
+	if ev.Team != "" && hub.CheckName(ev.Team) != "" {
+		// Not a team name: nothing of this station is named by it.
+		s.log().Warn("hub relay: ignored an event that names no valid team", "seq", ev.Seq, "kind", ev.Kind)
+		return st.SetHubCursor(ctx, ev.Seq)
+	}
 	var sync bool
 	switch ev.Kind {
 	case hub.EventTeamCreated, hub.EventMemberJoined:

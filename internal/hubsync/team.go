@@ -151,13 +151,36 @@ func writeWorkflows(dir string, wfs []hub.Workflow) ([]string, error) {
 	return names, nil
 }
 
-// Sync applies the current lockfile of team.
+// Sync applies the current lockfile of team. An answer that is the
+// lockfile of another team changes nothing: what a sync of team changes is
+// team's, whatever the hub says.
 func (s *Session) Sync(ctx context.Context, team string, approve Approver) (*Report, error) {
 	tl, err := s.Client.Lockfile(ctx, team)
 	if err != nil {
 		return nil, err
 	}
+	if tl.Team != team {
+		return nil, fmt.Errorf("sync team %s: the hub answered with the lockfile of team %q; nothing was applied", team, clip(tl.Team))
+	}
 	return s.Apply(ctx, tl, approve)
+}
+
+// clip shortens a name the hub sent for a message (it is quoted with %q,
+// so it cannot carry control characters).
+func clip(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "..."
+	}
+	return s
+}
+
+// checkTeam refuses a team name the hub sent that is not a team name:
+// names become directories (WorkflowDir) and store keys.
+func checkTeam(what, name string) error {
+	if msg := hub.CheckName(name); msg != "" {
+		return fmt.Errorf("%s: the hub named team %q, which %s", what, clip(name), msg)
+	}
+	return nil
 }
 
 // RefreshTeams makes the store's memberships those the hub lists for the
@@ -166,6 +189,11 @@ func (s *Session) RefreshTeams(ctx context.Context) ([]store.HubTeam, error) {
 	ts, err := s.Client.Teams(ctx)
 	if err != nil {
 		return nil, err
+	}
+	for _, t := range ts {
+		if err := checkTeam("list teams", t.Name); err != nil {
+			return nil, err // before anything is recorded
+		}
 	}
 	have, err := s.Station.Store.HubTeams(ctx)
 	if err != nil {
@@ -200,7 +228,10 @@ func (s *Session) CreateTeam(ctx context.Context, name string, fromInstalled boo
 	if err != nil {
 		return hub.Team{}, nil, err
 	}
-	if err := s.Station.Store.PutHubTeam(ctx, store.HubTeam{Name: t.Name, HubURL: s.Login.URL, Role: t.Role, Revision: 0, SyncedAt: s.now()}); err != nil {
+	if t.Name != name {
+		return t, nil, fmt.Errorf("create team %s: the hub answered for team %q", name, clip(t.Name))
+	}
+	if err := s.Station.Store.PutHubTeam(ctx, store.HubTeam{Name: name, HubURL: s.Login.URL, Role: t.Role, Revision: 0, SyncedAt: s.now()}); err != nil {
 		return t, nil, err
 	}
 	if !fromInstalled {
@@ -218,6 +249,11 @@ func (s *Session) Join(ctx context.Context, code string, approve Approver) (hub.
 	t, err := s.Client.Join(ctx, strings.TrimSpace(code))
 	if err != nil {
 		return hub.Team{}, nil, err
+	}
+	// The code names the team only to the hub: the answer is the one
+	// place the station learns which team it joined.
+	if err := checkTeam("join team", t.Name); err != nil {
+		return t, nil, err
 	}
 	if err := s.Station.Store.PutHubTeam(ctx, store.HubTeam{Name: t.Name, HubURL: s.Login.URL, Role: t.Role, Revision: -1}); err != nil {
 		return t, nil, err
