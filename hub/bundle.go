@@ -102,6 +102,43 @@ type KeyLookup func(owner string, id KeyID) (PublicKey, error)
 // station on install: one check, in one place. Every error is an *Error
 // whose code and message say which check failed.
 func (b *Bundle) Open(keys KeyLookup) (*Contents, error) {
+	return b.Summary().Open(keys)
+}
+
+// Summary returns the bundle with its wasm summarised.
+func (b *Bundle) Summary() *BundleSummary {
+	return &BundleSummary{Format: b.Format, Manifest: b.Manifest, Wasm: SummarizeWasm(b.Wasm), Signature: b.Signature}
+}
+
+// BundleSummary is a bundle whose wasm is described rather than held: its
+// size, digest and first bytes. The hub checks a publish in this form,
+// having written the wasm to storage as it arrived, so that no request
+// holds a whole module in memory.
+type BundleSummary struct {
+	Format    int
+	Manifest  []byte
+	Wasm      WasmSummary
+	Signature string
+}
+
+// WasmSummary describes a wasm binary: what the bundle check needs of it.
+type WasmSummary struct {
+	Size int64
+	// Digest is Digest of the binary.
+	Digest string
+	// Head is the binary's first len(WasmMagic) bytes (all of it when it
+	// is shorter).
+	Head []byte
+}
+
+// SummarizeWasm returns the summary of wasm.
+func SummarizeWasm(wasm []byte) WasmSummary {
+	return WasmSummary{Size: int64(len(wasm)), Digest: Digest(wasm), Head: wasm[:min(len(wasm), len(WasmMagic))]}
+}
+
+// Open is Bundle.Open on the summary: the same checks, in the same order,
+// with the same errors.
+func (b *BundleSummary) Open(keys KeyLookup) (*Contents, error) {
 	switch {
 	case b.Format != BundleFormat:
 		return nil, Errorf(CodeBundleInvalid, "bundle format %d is not supported (want %d)", b.Format, BundleFormat)
@@ -109,9 +146,9 @@ func (b *Bundle) Open(keys KeyLookup) (*Contents, error) {
 		return nil, Errorf(CodeBundleInvalid, "bundle has no manifest")
 	case len(b.Manifest) > manifest.MaxFileSize:
 		return nil, Errorf(CodeBundleInvalid, "bundle manifest is larger than %d bytes", manifest.MaxFileSize)
-	case len(b.Wasm) == 0:
+	case b.Wasm.Size == 0:
 		return nil, Errorf(CodeWasmInvalid, "bundle has no wasm")
-	case !bytes.HasPrefix(b.Wasm, []byte(WasmMagic)):
+	case !bytes.HasPrefix(b.Wasm.Head, []byte(WasmMagic)):
 		return nil, Errorf(CodeWasmInvalid, "bundle wasm is not a WebAssembly binary (bad magic number or version)")
 	case b.Signature == "":
 		return nil, Errorf(CodeSignatureInvalid, "bundle is not signed")
@@ -120,7 +157,7 @@ func (b *Bundle) Open(keys KeyLookup) (*Contents, error) {
 	if err != nil {
 		return nil, Errorf(CodeManifestInvalid, "%v", err)
 	}
-	st := Statement{ID: m.ID, Version: m.Version, ManifestDigest: Digest(b.Manifest), WasmDigest: Digest(b.Wasm)}
+	st := Statement{ID: m.ID, Version: m.Version, ManifestDigest: Digest(b.Manifest), WasmDigest: b.Wasm.Digest}
 	sig, err := ParseSignature(b.Signature)
 	if err != nil {
 		return nil, Errorf(CodeSignatureInvalid, "%s@%s: %v", m.ID, m.Version, err)

@@ -2,8 +2,11 @@ package hubserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -21,9 +24,29 @@ import (
 // Put is idempotent and refuses data that does not match its digest; Get
 // returns exactly the bytes that were Put, or an error (ErrNotFound when
 // there is no such blob) — never bytes that do not match the digest.
+//
+// Large blobs (a module's wasm) are never held in memory: Create takes a
+// blob as it arrives and stores it under its digest only on Commit, and
+// Open reads one as it is sent. What Open returns is checked by the
+// reader (the hub hashes what it serves and breaks off a response whose
+// bytes do not match).
 type Blobs interface {
 	Put(ctx context.Context, digest string, data []byte) error
 	Get(ctx context.Context, digest string, maxSize int64) ([]byte, error)
+	// Create starts a blob whose digest is known only once it is written.
+	Create(ctx context.Context) (BlobWriter, error)
+	// Open returns the blob's bytes as a stream (ErrNotFound when there is
+	// no such blob).
+	Open(ctx context.Context, digest string) (io.ReadCloser, error)
+}
+
+// BlobWriter receives a blob. Commit stores what was written under digest,
+// which must be its digest; Abort (also after a Commit, when it does
+// nothing) discards it. Nothing is visible under a digest before Commit.
+type BlobWriter interface {
+	io.Writer
+	Commit(digest string) error
+	Abort()
 }
 
 // BlobDir keeps blobs as files in a directory: dir/sha256/ab/abcdef…,
@@ -121,6 +144,95 @@ func (b *BlobDir) Get(ctx context.Context, digest string, maxSize int64) ([]byte
 		return nil, fmt.Errorf("get blob %s: stored file is corrupt (digest %s)", digest, got)
 	}
 	return data, nil
+}
+
+// Create starts a blob in a temporary file beside the others.
+func (b *BlobDir) Create(ctx context.Context) (BlobWriter, error) {
+	f, err := os.CreateTemp(filepath.Join(b.dir, "sha256"), ".tmp-*")
+	if err != nil {
+		return nil, fmt.Errorf("create blob: %w", err)
+	}
+	return &blobFile{dir: b, f: f, h: sha256.New()}, nil
+}
+
+// blobFile is a blob being written to a temporary file, hashed as it goes.
+type blobFile struct {
+	dir  *BlobDir
+	f    *os.File
+	h    hash.Hash
+	done bool
+}
+
+func (w *blobFile) Write(p []byte) (int, error) {
+	w.h.Write(p)
+	return w.f.Write(p)
+}
+
+// Commit checks the digest of what was written, makes it durable and
+// renames it into place.
+func (w *blobFile) Commit(digest string) error {
+	if w.done {
+		return errors.New("commit blob: already committed or aborted")
+	}
+	p, err := w.dir.path(digest)
+	if err != nil {
+		w.Abort()
+		return err
+	}
+	if got := "sha256:" + hex.EncodeToString(w.h.Sum(nil)); got != digest {
+		w.Abort()
+		return fmt.Errorf("commit blob %s: data has digest %s", digest, got)
+	}
+	w.done = true
+	tmp := w.f.Name()
+	err = w.f.Sync()
+	if cerr := w.f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.MkdirAll(filepath.Dir(p), 0o700)
+	}
+	if err == nil {
+		if _, serr := os.Stat(p); serr == nil {
+			os.Remove(tmp) // content-addressed: the same bytes are there
+			return nil
+		}
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("commit blob %s: %w", digest, err)
+	}
+	if d, err := os.Open(filepath.Dir(p)); err == nil {
+		d.Sync() // make the rename durable
+		d.Close()
+	}
+	return nil
+}
+
+func (w *blobFile) Abort() {
+	if w.done {
+		return
+	}
+	w.done = true
+	w.f.Close()
+	os.Remove(w.f.Name())
+}
+
+// Open opens the blob's file for reading.
+func (b *BlobDir) Open(ctx context.Context, digest string) (io.ReadCloser, error) {
+	p, err := b.path(digest)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("open blob %s: %w", digest, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open blob %s: %w", digest, err)
+	}
+	return f, nil
 }
 
 // OpenDir opens the one-machine storage of a hub data directory: the

@@ -1,8 +1,10 @@
 package hubserver
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,16 +15,30 @@ import (
 
 // publish accepts a signed bundle. The order of checks is the order of the
 // errors a publisher sees: well-formed bundle and manifest, namespace,
-// registered and active key, signature, then immutability. Blobs are
-// written before the version is recorded, so a recorded version always has
-// its blobs; a failure in between leaves only an unreferenced blob.
+// registered and active key, signature, then immutability. The wasm is
+// decoded into a blob as the body arrives (no request holds a module in
+// memory), and the blob is committed — like the manifest's, before the
+// version is recorded — only once every check passed, so a recorded version
+// always has its blobs and a refused publish stores nothing.
 func (s *Server) publish(c *call) error {
-	var b hub.Bundle
-	if err := c.decode(&b); err != nil {
-		return err
+	if c.r.ContentLength > c.body {
+		return hub.Errorf(hub.CodeTooLarge, "the request body is %d bytes; %s %s accepts at most %d", c.r.ContentLength, c.r.Method, c.r.URL.Path, c.body)
 	}
-	if int64(len(b.Wasm)) > s.limits.MaxWasmBytes {
-		return hub.Errorf(hub.CodeWasmInvalid, "the wasm is %d bytes; this hub accepts at most %d", len(b.Wasm), s.limits.MaxWasmBytes)
+	wasm, err := s.blobs.Create(c.ctx)
+	if err != nil {
+		return fmt.Errorf("publish: %w", err)
+	}
+	defer wasm.Abort() // nothing once committed
+	b, err := decodeBundle(http.MaxBytesReader(c.w, c.r.Body, c.body), wasm, s.limits.MaxWasmBytes)
+	var mbe *http.MaxBytesError
+	var be *bundleError
+	switch {
+	case errors.As(err, &mbe):
+		return hub.Errorf(hub.CodeTooLarge, "the request body is larger than %d bytes, the most %s %s accepts", c.body, c.r.Method, c.r.URL.Path)
+	case errors.As(err, &be):
+		return be.err
+	case err != nil:
+		return fmt.Errorf("publish: %w", err)
 	}
 	contents, err := b.Open(func(owner string, id hub.KeyID) (hub.PublicKey, error) {
 		if owner != c.account {
@@ -48,13 +64,13 @@ func (s *Server) publish(c *call) error {
 	if err := s.blobs.Put(c.ctx, st.ManifestDigest, b.Manifest); err != nil {
 		return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
 	}
-	if err := s.blobs.Put(c.ctx, st.WasmDigest, b.Wasm); err != nil {
+	if err := wasm.Commit(st.WasmDigest); err != nil {
 		return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
 	}
 	v := Version{
 		Version: hub.Version{
 			Module: m.ID, Version: m.Version, ManifestDigest: st.ManifestDigest, WasmDigest: st.WasmDigest,
-			WasmSize: int64(len(b.Wasm)), KeyID: contents.Signature.KeyID.String(), PublishedAt: s.now().UTC(),
+			WasmSize: b.Wasm.Size, KeyID: contents.Signature.KeyID.String(), PublishedAt: s.now().UTC(),
 		},
 		Signature:   b.Signature,
 		Description: m.Description,
@@ -162,6 +178,10 @@ func (s *Server) version(c *call) error {
 
 // bundle serves a version's bundle. Yanked versions are still served: a
 // lockfile may pin one, and the station decides what to do with a yank.
+// The wasm is encoded from its blob as it is read, and hashed on the way:
+// if what was sent is not the recorded bytes (a corrupted file), the
+// response is broken off, so a client never gets a complete bundle with
+// other bytes (the station verifies the digests too).
 func (s *Server) bundle(c *call) error {
 	v, err := s.findVersion(c)
 	if err != nil {
@@ -171,13 +191,35 @@ func (s *Server) bundle(c *call) error {
 	if err != nil {
 		return fmt.Errorf("bundle %s@%s: %w", v.Module, v.Version.Version, err)
 	}
-	wasm, err := s.blobs.Get(c.ctx, v.WasmDigest, v.WasmSize)
+	wasm, err := s.blobs.Open(c.ctx, v.WasmDigest)
 	if err != nil {
 		return fmt.Errorf("bundle %s@%s: %w", v.Module, v.Version.Version, err)
 	}
-	// The bytes of a version never change.
-	c.w.Header().Set("Cache-Control", "public, max-age=31536000, immutable")
-	s.reply(c, http.StatusOK, hub.Bundle{Format: hub.BundleFormat, Manifest: man, Wasm: wasm, Signature: v.Signature})
+	defer wasm.Close()
+	sig, err := json.Marshal(v.Signature)
+	if err != nil {
+		return err
+	}
+	h := c.w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Cache-Control", "public, max-age=31536000, immutable") // the bytes of a version never change
+	h.Set("Content-Length", strconv.FormatInt(bundleJSONSize(len(man), v.WasmSize, sig), 10))
+	c.w.WriteHeader(http.StatusOK)
+	digest, n, err := writeBundle(c.w, man, io.LimitReader(wasm, v.WasmSize+1), sig)
+	switch {
+	case err != nil:
+		// The client went away, or the blob could not be read: either
+		// way the answer is cut short, and the client refuses it.
+		if c.ctx.Err() == nil {
+			s.log.Warn("bundle: the answer was cut short", "request", c.id, "module", v.Module, "version", v.Version.Version, "err", err)
+		}
+		panic(http.ErrAbortHandler)
+	case n != v.WasmSize || digest != v.WasmDigest:
+		s.log.Error("bundle: the stored wasm is corrupt; the answer was broken off", "request", c.id, "module", v.Module, "version", v.Version.Version,
+			"want", v.WasmDigest, "size", v.WasmSize, "got", digest, "got_size", n)
+		panic(http.ErrAbortHandler)
+	}
 	return nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -556,5 +557,66 @@ func TestBlobDirRefusesCorruption(t *testing.T) {
 	}
 	if _, err := b.Get(ctx, hub.Digest([]byte("missing")), 100); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Get(missing) = %v, want ErrNotFound", err)
+	}
+}
+
+// TestBlobDirStreams: a blob written through Create is visible only after a
+// Commit with its own digest; a wrong digest or an Abort leaves nothing,
+// not even the temporary file.
+func TestBlobDirStreams(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	b, err := OpenBlobDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := func() int {
+		n := 0
+		filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				n++
+			}
+			return nil
+		})
+		return n
+	}
+	data := []byte("streamed blob")
+	for _, finish := range []func(BlobWriter) error{
+		func(w BlobWriter) error { w.Abort(); return nil },
+		func(w BlobWriter) error { return w.Commit(hub.Digest([]byte("other"))) },
+		func(w BlobWriter) error { return w.Commit("sha256:../../x") },
+	} {
+		w, err := b.Create(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.Write(data)
+		finish(w)
+		w.Abort()
+		if n := files(); n != 0 {
+			t.Errorf("%d files left after a blob was not committed", n)
+		}
+	}
+	w, _ := b.Create(ctx)
+	w.Write(data[:5])
+	w.Write(data[5:])
+	if err := w.Commit(hub.Digest(data)); err != nil {
+		t.Fatal(err)
+	}
+	w.Abort() // after a commit: nothing
+	if err := w.Commit(hub.Digest(data)); err == nil {
+		t.Error("a second Commit succeeded")
+	}
+	r, err := b.Open(ctx, hub.Digest(data))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := io.ReadAll(r)
+	r.Close()
+	if string(got) != string(data) || files() != 1 {
+		t.Errorf("committed blob = %q, %d files", got, files())
+	}
+	if _, err := b.Open(ctx, hub.Digest([]byte("missing"))); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Open(missing) = %v, want ErrNotFound", err)
 	}
 }
