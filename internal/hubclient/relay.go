@@ -43,9 +43,11 @@ type SubscribeOptions struct {
 	EventTimeout time.Duration
 }
 
-// The bounds of the event stream (docs/hub-client.md, "The relay"). Every
-// one of them ends the stream with a reason that names it; the client then
-// reconnects with backoff from the last event it handled.
+// The bounds of the event stream (docs/hub-client.md, "What the station
+// accepts from the relay"; RATIONALE.md, "Why these bounds on the relay's
+// event stream?"). Every one of them ends the stream with a reason that
+// names it; the client then reconnects with backoff from the last event it
+// handled.
 const (
 	// MaxEventBytes bounds one event: all of its lines together, field
 	// names and line ends included. A hub's events are a few hundred bytes
