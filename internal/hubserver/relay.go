@@ -324,8 +324,9 @@ func formatEvent(b *strings.Builder, ev hub.Event) {
 	fmt.Fprintf(b, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, data)
 }
 
-// A stream is only as good as its token (DESIGN, "Decisions that
-// expire"): revoking the token ends it. The relay narrows what it sends as
+// A stream is only as good as its token: revoking the token ends it
+// (RATIONALE.md, "Why does a stream end when its token is revoked, and why
+// check every 2 seconds as well?"). The relay narrows what it sends as
 // memberships change (it reads them per event); the token is checked here.
 
 // errTokenRevoked is the cause a stream's context ends with when its token

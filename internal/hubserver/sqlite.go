@@ -727,7 +727,9 @@ func (s *SQLite) RevokeInvites(ctx context.Context, team, id, actor string, at t
 }
 
 // dropInvitesOf deletes the invites account made for team: they are only
-// as good as its role, which it is losing.
+// as good as its role, which it is losing (RATIONALE.md, "Why is an invite
+// checked again when it is used, and deleted when its creator loses the
+// role?").
 func dropInvitesOf(ctx context.Context, tx *sql.Tx, team, account string) error {
 	if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE team = ? AND created_by = ?`, team, account); err != nil {
 		return fmt.Errorf("delete the invites of %s: %w", account, err)
