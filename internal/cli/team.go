@@ -35,6 +35,7 @@ asks (or approves with --yes). Modules installed here but not in the lockfile
 are left alone.`,
 	}
 	c.AddCommand(a.teamCreateCmd(), a.teamInviteCmd(), a.teamJoinCmd(), a.teamSyncCmd(), a.teamStatusCmd(), a.teamPushCmd(), a.teamLeaveCmd())
+	a.addInviteCommands(c) // station team invites, station team invite revoke (teaminvite.go)
 	return c
 }
 
