@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tetratelabs/wazero"
+
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/llm/llmtest"
@@ -38,6 +40,12 @@ type world struct {
 	llm          *llmtest.Server
 }
 
+// sharedCache is the compilation cache of every test station: each test
+// module is compiled once per test binary, in process (the compile child a
+// station without a cache uses is tested in internal/host and
+// internal/station, and under -race it is far slower than the deadline).
+var sharedCache = sync.OnceValue(func() wazero.CompilationCache { return wazero.NewCompilationCache() })
+
 func newWorld(t *testing.T) *world {
 	t.Helper()
 	home := t.TempDir()
@@ -51,7 +59,7 @@ func newWorld(t *testing.T) *world {
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	st, err := station.Open(context.Background(), home, station.Options{})
+	st, err := station.Open(context.Background(), home, station.Options{Cache: sharedCache()})
 	if err != nil {
 		t.Fatal(err)
 	}
