@@ -223,6 +223,9 @@ func (s *Server) events(c *call) error {
 	sub := s.relay.subscribe(c.account)
 	defer s.relay.unsubscribe(sub)
 	cursor, last, err := s.position(c, v)
+	if errors.Is(context.Cause(c.ctx), errTokenRevoked) {
+		return hub.Errorf(hub.CodeUnauthenticated, "the token was revoked: log in again with `station hub login`")
+	}
 	if err != nil {
 		return err
 	}
@@ -249,6 +252,9 @@ func (s *Server) events(c *call) error {
 	}
 	for {
 		evs, err := s.store.EventsFor(c.ctx, c.account, cursor, last, relayPage)
+		if err != nil && c.ctx.Err() != nil {
+			return nil // the client went away, or the token was revoked, during the replay
+		}
 		if err != nil {
 			return err
 		}
