@@ -59,11 +59,11 @@ hub, at their installed versions with the permissions you approved.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "created team %s (you are its %s)\n", t.Name, t.Role)
+			fmt.Fprintf(a.io.Out, "created team %s (you are its %s)\n", termText(t.Name), termText(t.Role))
 			if tl != nil {
 				fmt.Fprintf(a.io.Out, "pushed lockfile revision %d: %s\n", tl.Revision, lockedNames(tl.Lockfile))
 			}
-			fmt.Fprintf(a.io.Err, "invite members with: station team invite %s\n", t.Name)
+			fmt.Fprintf(a.io.Err, "invite members with: station team invite %s\n", termText(t.Name))
 			return nil
 		},
 	}
@@ -71,13 +71,14 @@ hub, at their installed versions with the permissions you approved.`,
 	return c
 }
 
+// lockedNames lists a lockfile's modules as the hub answered them.
 func lockedNames(l hub.Lockfile) string {
 	if len(l.Modules) == 0 {
 		return "no modules"
 	}
 	names := make([]string, len(l.Modules))
 	for i, m := range l.Modules {
-		names[i] = m.ID + "@" + m.Version
+		names[i] = termText(m.ID + "@" + m.Version)
 	}
 	return strings.Join(names, ", ")
 }
@@ -102,8 +103,8 @@ person joining over a private channel: whoever holds it may join (only
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Err, "invite to %s as %s, valid until %s; join with: station team join - (code on stdin)\n", inv.Team, inv.Role, inv.ExpiresAt.Local().Format(time.RFC3339))
-			fmt.Fprintln(a.io.Out, inv.Code)
+			fmt.Fprintf(a.io.Err, "invite to %s as %s, valid until %s; join with: station team join - (code on stdin)\n", termText(inv.Team), termText(inv.Role), inv.ExpiresAt.Local().Format(time.RFC3339))
+			fmt.Fprintln(a.io.Out, termText(inv.Code))
 			return nil
 		},
 	}
@@ -139,7 +140,7 @@ of shell history) and applies the team's lockfile like 'station team sync'.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "joined team %s as %s\n", t.Name, t.Role)
+			fmt.Fprintf(a.io.Out, "joined team %s as %s\n", termText(t.Name), termText(t.Role))
 			return a.finishSync(ctx, []*hubsync.Report{rep})
 		},
 	}
@@ -187,7 +188,7 @@ running. Modules installed here but absent from the lockfile are left alone.`,
 				}
 			}
 			if len(args) == 1 && len(names) == 0 {
-				return fmt.Errorf("team sync: this account is not a member of team %s (station team join CODE)", args[0])
+				return fmt.Errorf("team sync: this account is not a member of team %s (station team join CODE)", termText(args[0]))
 			}
 			if len(names) == 0 {
 				fmt.Fprintln(a.io.Err, "this account belongs to no team (station team create NAME, station team join CODE)")
@@ -209,7 +210,8 @@ running. Modules installed here but absent from the lockfile are left alone.`,
 }
 
 // finishSync prints what syncs did, tells a running daemon, and turns
-// failures and pending changes into the exit code.
+// failures and pending changes into the exit code. Names, versions,
+// differences and failures come from the hub and its lockfile.
 func (a *app) finishSync(ctx context.Context, reps []*hubsync.Report) error {
 	var errs []error
 	pending := 0
@@ -219,27 +221,27 @@ func (a *app) finishSync(ctx context.Context, reps []*hubsync.Report) error {
 			continue
 		}
 		w := a.io.Out
-		fmt.Fprintf(w, "team %s: lockfile revision %d\n", rep.Team, rep.Revision)
+		fmt.Fprintf(w, "team %s: lockfile revision %d\n", termText(rep.Team), rep.Revision)
 		for _, r := range rep.Installed {
-			fmt.Fprintf(w, "  installed %s@%s\n", r.ID, r.Version)
+			fmt.Fprintf(w, "  installed %s@%s\n", termText(r.ID), termText(r.Version))
 			a.reloadInDaemon(ctx, r.ID)
 		}
 		for _, id := range rep.Unchanged {
-			fmt.Fprintf(w, "  up to date %s\n", id)
+			fmt.Fprintf(w, "  up to date %s\n", termText(id))
 		}
 		for _, p := range rep.Pending {
 			pending++
-			fmt.Fprintf(w, "  PENDING %s@%s needs your approval; it:\n", p.Version.Module, p.Version.Version)
+			fmt.Fprintf(w, "  PENDING %s@%s needs your approval; it:\n", termText(p.Version.Module), termText(p.Version.Version))
 			for _, d := range p.Differences() {
-				fmt.Fprintf(w, "    + %s\n", d)
+				fmt.Fprintf(w, "    + %s\n", termText(d))
 			}
 		}
 		for _, f := range rep.Failed {
-			fmt.Fprintf(w, "  FAILED %s\n", f.Error())
+			fmt.Fprintf(w, "  FAILED %s\n", termText(f.Error()))
 			errs = append(errs, f)
 		}
 		if len(rep.Workflows) > 0 {
-			fmt.Fprintf(w, "  workflows: %s (in %s)\n", strings.Join(rep.Workflows, ", "), hubsync.WorkflowDir(home, rep.Team))
+			fmt.Fprintf(w, "  workflows: %s (in %s)\n", strings.Join(termList(rep.Workflows), ", "), termText(hubsync.WorkflowDir(home, rep.Team)))
 		}
 	}
 	if pending > 0 {
@@ -312,27 +314,27 @@ version, which keeps running meanwhile.`,
 				if t.Revision < 0 {
 					rev = "lockfile not applied yet (station team sync)"
 				}
-				fmt.Fprintf(w, "team %s (%s) on %s: %s", t.Name, t.Role, t.HubURL, rev)
+				fmt.Fprintf(w, "team %s (%s) on %s: %s", termText(t.Name), termText(t.Role), termText(t.HubURL), rev)
 				if !t.SyncedAt.IsZero() {
 					fmt.Fprintf(w, " at %s", t.SyncedAt.Local().Format(time.RFC3339))
 				}
 				fmt.Fprintln(w)
 				if t.LastError != "" {
-					fmt.Fprintf(w, "  not applied: %s\n", t.LastError)
+					fmt.Fprintf(w, "  not applied: %s\n", termText(t.LastError))
 				}
-				fmt.Fprintf(w, "  workflows in %s\n", hubsync.WorkflowDir(s.Home, t.Name))
+				fmt.Fprintf(w, "  workflows in %s\n", termText(hubsync.WorkflowDir(s.Home, t.Name)))
 				for _, p := range t.Pending {
 					from := "not installed"
 					if p.FromVersion != "" {
-						from = p.FromVersion + " keeps running"
+						from = termText(p.FromVersion) + " keeps running"
 					}
-					fmt.Fprintf(w, "  PENDING %s %s (revision %d; %s); compared with what you approved, it:\n", p.Module, p.Version, p.Revision, from)
+					fmt.Fprintf(w, "  PENDING %s %s (revision %d; %s); compared with what you approved, it:\n", termText(p.Module), termText(p.Version), p.Revision, from)
 					for _, e := range p.Escalations {
-						fmt.Fprintf(w, "    + %s\n", e)
+						fmt.Fprintf(w, "    + %s\n", termText(e))
 					}
 				}
 				if len(t.Pending) > 0 {
-					fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", t.Name)
+					fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", termText(t.Name))
 				}
 			}
 			return nil
@@ -379,7 +381,7 @@ as the hub relays it.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "pushed team %s lockfile revision %d: %s\n", tl.Team, tl.Revision, lockedNames(tl.Lockfile))
+			fmt.Fprintf(a.io.Out, "pushed team %s lockfile revision %d: %s\n", termText(tl.Team), tl.Revision, lockedNames(tl.Lockfile))
 			return nil
 		},
 	}
