@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/station-dev/station/hub"
 )
@@ -66,8 +67,22 @@ func OpenBlobDir(dir string) (*BlobDir, error) {
 	if err := os.MkdirAll(filepath.Join(abs, "sha256"), 0o700); err != nil {
 		return nil, fmt.Errorf("open blob directory %s: %w", dir, err)
 	}
+	// A hub that stopped while receiving a blob (Create) left its
+	// temporary file. One older than any request may last is garbage; a
+	// younger one may be another hub process's, still being written.
+	if tmps, err := filepath.Glob(filepath.Join(abs, "sha256", ".tmp-*")); err == nil {
+		for _, p := range tmps {
+			if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() && time.Since(fi.ModTime()) > staleBlob {
+				os.Remove(p)
+			}
+		}
+	}
 	return &BlobDir{dir: abs}, nil
 }
+
+// staleBlob is the age of a temporary blob file that no request can still
+// be writing (requests end within 2 minutes).
+const staleBlob = time.Hour
 
 func (b *BlobDir) path(digest string) (string, error) {
 	if !hub.ValidDigest(digest) {

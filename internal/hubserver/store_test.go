@@ -619,4 +619,23 @@ func TestBlobDirStreams(t *testing.T) {
 	if _, err := b.Open(ctx, hub.Digest([]byte("missing"))); !errors.Is(err, ErrNotFound) {
 		t.Errorf("Open(missing) = %v, want ErrNotFound", err)
 	}
+
+	// What a stopped hub left behind goes when the directory is opened
+	// again, if it is older than any request; a younger one stays.
+	old, _ := b.Create(ctx)
+	old.Write(data)
+	young, _ := b.Create(ctx)
+	young.Write(data)
+	oldName := old.(*blobFile).f.Name()
+	os.Chtimes(oldName, time.Now().Add(-2*time.Hour), time.Now().Add(-2*time.Hour))
+	if _, err := OpenBlobDir(dir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(oldName); err == nil {
+		t.Error("a stale temporary blob survived")
+	}
+	if _, err := os.Stat(young.(*blobFile).f.Name()); err != nil {
+		t.Errorf("a temporary blob being written was removed: %v", err)
+	}
+	young.Abort()
 }
