@@ -145,7 +145,7 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	// descriptors modules' files may share from the limit in effect.
 	fds := fsgate.ProcessDescriptors()
 	if opts.Logger != nil {
-		opts.Logger.Debug(fmt.Sprintf("station: modules' open files may hold %d of the process's %d descriptors", fds.Limit(), fds.ProcessLimit()))
+		opts.Logger.Debug(fmt.Sprintf("modules' open files may hold %d of the process's %d descriptors", fds.Limit(), fds.ProcessLimit()))
 	}
 	hopts.FilesystemEntries = int64(cfg.Filesystem.Entries)
 	hopts.FilesystemOpenFiles = int64(cfg.Filesystem.OpenFiles)
