@@ -28,6 +28,15 @@ func openFDs(t *testing.T) int {
 	return len(names)
 }
 
+// descriptors is the station's descriptor level: openFDs once the test's
+// own keep-alive connections (the station client's, to a fixture in this
+// process) are closed, so that an idle connection the fixture dropped and
+// the next check opened again does not count.
+func (w *world) descriptors(t *testing.T) int {
+	w.client.CloseIdleConnections()
+	return openFDs(t)
+}
+
 // settled waits until f reports true (descriptors closed, goroutines ended
 // by a closing instance) or a few seconds passed, and returns f's last
 // answer.
@@ -58,8 +67,14 @@ func mustHold(t *testing.T, w *world, fds, goroutines int, n *int) {
 	} else if err := w.st.Remove(context.Background(), id); err != nil {
 		t.Errorf("remove %s: %v", id, err)
 	}
-	if !settled(func() bool { return openFDs(t) <= fds }) {
-		t.Errorf("the station holds %d descriptors, %d before the attack", openFDs(t), fds)
+	if !settled(func() bool { return w.descriptors(t) <= fds }) {
+		var open []string
+		names, _ := os.ReadDir("/proc/self/fd")
+		for _, n := range names {
+			target, _ := os.Readlink("/proc/self/fd/" + n.Name())
+			open = append(open, n.Name()+"="+target)
+		}
+		t.Errorf("the station holds %d descriptors, %d before the attack: %s", w.descriptors(t), fds, strings.Join(open, " "))
 	}
 	if !settled(func() bool { return runtime.NumGoroutine() <= goroutines }) {
 		buf := make([]byte, 1<<20)
@@ -81,7 +96,7 @@ func TestExhaustion(t *testing.T) {
 	held := filepath.Join(w.d, "in", "data.txt")
 
 	t.Run("descriptors", func(t *testing.T) {
-		fds, goroutines := openFDs(t), runtime.NumGoroutine() // in the subtest's goroutine
+		fds, goroutines := w.descriptors(t), runtime.NumGoroutine() // in the subtest's goroutine
 		since := time.Now()
 		// Concurrent calls each open files until refused and keep them:
 		// each instance gets its own budget, together the module's.
@@ -139,7 +154,7 @@ func TestExhaustion(t *testing.T) {
 	})
 
 	t.Run("audit flood", func(t *testing.T) {
-		fds, goroutines := openFDs(t), runtime.NumGoroutine()
+		fds, goroutines := w.descriptors(t), runtime.NumGoroutine()
 		since := time.Now()
 		// 6,000 denied requests in two calls: the module's records stay
 		// within the documented bound, the summaries say how many they
@@ -171,7 +186,7 @@ func TestExhaustion(t *testing.T) {
 	})
 
 	t.Run("entries", func(t *testing.T) {
-		fds, goroutines := openFDs(t), runtime.NumGoroutine()
+		fds, goroutines := w.descriptors(t), runtime.NumGoroutine()
 		since := time.Now()
 		dir := filepath.Join(w.d, "out", "flood")
 		if _, err := w.run(modFS, probe.Mkdir(dir)); err != nil {
