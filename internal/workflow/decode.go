@@ -207,7 +207,7 @@ func (d *decoder) plain(n *yaml.Node, path string) (any, bool) {
 	if t == nil {
 		return nil, false
 	}
-	v, err := t.render(nil)
+	v, err := t.render(nil, newBudget())
 	if err != nil {
 		d.Add(n, path, err.Error())
 		return nil, false

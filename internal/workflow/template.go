@@ -7,26 +7,25 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/ast"
+	"github.com/expr-lang/expr/conf"
 	"github.com/expr-lang/expr/file"
+	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
 )
 
 // Bounds on expressions (see RATIONALE.md, "Why expr, and how
-// is an expression bounded?").
+// is an expression bounded?"; the evaluation budget is in bounds.go).
 const (
 	// MaxExprLen bounds the source of one expression, in bytes.
 	MaxExprLen = 4 << 10
 	// maxNodes bounds the syntax tree of one expression.
 	maxNodes = 1000
-	// maxTicks bounds how many times one evaluation may run the body of a
-	// predicate (map, filter, all, ...): nested loops over large outputs
-	// stop with an error instead of running for hours.
-	maxTicks = 1_000_000
-	// memoryBudget is expr's allocation budget per evaluation (ranges,
-	// arrays, maps, repeated strings), in its own units (elements, bytes).
+	// memoryBudget is expr's own allocation budget per evaluation, in its
+	// units (elements): a backstop behind maxBuilt, which is reached first.
 	memoryBudget = 4_000_000
 	// MaxValue bounds the JSON a template renders, in bytes.
 	MaxValue = 16 << 20
@@ -44,23 +43,6 @@ const (
 // compute the same values as the one that stopped).
 var disabled = []string{"now", "date", "timezone"}
 
-// budget counts one evaluation's predicate bodies and the bytes it builds
-// (bounds.go).
-type budget struct{ ticks, built int }
-
-var errBudget = fmt.Errorf("expression ran too long (more than %d loop iterations)", maxTicks)
-
-func tick(params ...any) (any, error) {
-	b, ok := params[0].(*budget)
-	if !ok || b == nil {
-		return nil, errors.New("internal: no evaluation budget")
-	}
-	if b.ticks++; b.ticks > maxTicks {
-		return nil, errBudget
-	}
-	return nil, nil
-}
-
 // compileEnv is the shape of the environment expressions are checked
 // against: unknown names are compile errors.
 var compileEnv = map[string]any{
@@ -74,6 +56,10 @@ type Expr struct {
 	// Source is the expression as written (inside ${{ }}).
 	Source string
 	prog   *vm.Program
+	// static is charged when an evaluation starts: what the expression's
+	// operations outside predicates allocate besides what they charge
+	// themselves (bounds.go).
+	static int
 	// steps are the step ids it references (steps.<id>), inputs the input
 	// names (inputs.<name>).
 	steps  []string
@@ -114,21 +100,9 @@ func (r *refs) Visit(node *ast.Node) {
 	}
 }
 
-// bound wraps the body of every predicate in a call that counts it against
-// the evaluation's budget: predicate bodies are the only code that runs more
-// than once (expr has no other loops and no recursion).
-type bound struct{}
-
-func (bound) Visit(node *ast.Node) {
-	p, ok := (*node).(*ast.PredicateNode)
-	if !ok {
-		return
-	}
-	call := &ast.CallNode{Callee: &ast.IdentifierNode{Value: tickFunc}, Arguments: []ast.Node{&ast.IdentifierNode{Value: budgetVar}}}
-	p.Node = &ast.SequenceNode{Nodes: []ast.Node{call, p.Node}}
-}
-
-// compileExpr compiles one expression.
+// compileExpr compiles one expression twice: as written, so that its
+// errors are those of the expression the author wrote (types included,
+// and the optimizer's), and bounded, the program that runs.
 func compileExpr(src string) (*Expr, error) {
 	if strings.TrimSpace(src) == "" {
 		return nil, errors.New("empty expression")
@@ -136,24 +110,15 @@ func compileExpr(src string) (*Expr, error) {
 	if len(src) > MaxExprLen {
 		return nil, fmt.Errorf("expression is longer than %d bytes", MaxExprLen)
 	}
-	r := &refs{}
-	opts := []expr.Option{
-		expr.Env(compileEnv),
-		expr.MaxNodes(maxNodes),
-		expr.Function(tickFunc, tick, new(func(*budget) any)),
-		expr.Patch(r), // runs first: sees the expression as written
-		expr.Patch(bound{}),
-		expr.Patch(growth{}),
-		expr.Function("__add", add),
-		expr.Function("__replace", replaceBounded),
-		expr.Function("__join", joinBounded),
-		expr.Function("__toJSON", toJSONBounded),
-		expr.Function("__string", stringBounded),
+	if err := checkPatterns(src); err != nil {
+		return nil, err
 	}
+	base := []expr.Option{expr.Env(compileEnv), expr.MaxNodes(maxNodes)}
 	for _, name := range disabled {
-		opts = append(opts, expr.DisableBuiltin(name))
+		base = append(base, expr.DisableBuiltin(name))
 	}
-	prog, err := expr.Compile(src, opts...)
+	r := &refs{}
+	_, err := expr.Compile(src, append(base, expr.Patch(r))...)
 	if len(r.errs) > 0 {
 		return nil, errors.New(r.errs[0])
 	}
@@ -163,19 +128,94 @@ func compileExpr(src string) (*Expr, error) {
 	if r.stepsIdents > r.stepsNamed {
 		return nil, errors.New("steps must be followed by a step id, as in steps.invoice.output")
 	}
-	return &Expr{Source: strings.TrimSpace(src), prog: prog, steps: uniq(r.steps), inputs: uniq(r.inputs)}, nil
+	keep := &foldable{keep: map[ast.Node]bool{}}
+	g := &growth{keep: keep.keep}
+	b := &bound{}
+	opts := append(base,
+		g.withConfig(),
+		expr.Patch(keep),
+		expr.Patch(g),
+		expr.Patch(b),
+		boundedOption,
+	)
+	prog, err := expr.Compile(src, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("internal: the bounded expression does not compile: %w", exprError(err))
+	}
+	var once, cost int
+	if b.root != nil {
+		cost = static(*b.root, &once) + once
+	}
+	return &Expr{Source: strings.TrimSpace(src), prog: prog, static: cost, steps: uniq(r.steps), inputs: uniq(r.inputs)}, nil
+}
+
+// checkPatterns bounds the constant patterns of src (x matches "..."),
+// which expr compiles with the expression (its checker, once for every
+// patch, and its compiler): before expr sees them, all of them together.
+func checkPatterns(src string) error {
+	tree, err := parser.ParseWithConfig(src, &conf.Config{MaxNodes: maxNodes})
+	if err != nil {
+		return nil // expr.Compile reports it
+	}
+	var p patterns
+	ast.Walk(&tree.Node, &p)
+	if p.err == nil && p.cost > maxPatternCost {
+		p.err = fmt.Errorf("matches: the pattern is too large (compiling it would take more than %s)", sizeText(maxPatternCost))
+	}
+	return p.err
+}
+
+type patterns struct {
+	cost int
+	err  error
+}
+
+func (p *patterns) Visit(node *ast.Node) {
+	n, ok := (*node).(*ast.BinaryNode)
+	if !ok || n.Operator != "matches" {
+		return
+	}
+	if s, ok := n.Right.(*ast.StringNode); ok {
+		c, err := patternCost(s.Value)
+		if err != nil && p.err == nil {
+			p.err = fmt.Errorf("matches: %w", err)
+		}
+		p.cost += c
+	}
+}
+
+// foldable finds the ranges that are never built: sum's in sum(m..n),
+// which expr's optimizer folds, and the right side of x in m..n, which
+// growth decides without the range (bounds.go).
+type foldable struct{ keep map[ast.Node]bool }
+
+func (f *foldable) Visit(node *ast.Node) {
+	switch n := (*node).(type) {
+	case *ast.BuiltinNode:
+		if len(n.Arguments) == 1 && folded(n, n.Arguments[0]) {
+			f.keep[n.Arguments[0]] = true
+		}
+	case *ast.BinaryNode:
+		if _, _, ok := constRange(n.Right); ok && n.Operator == "in" {
+			f.keep[n.Right] = true
+		}
+	}
 }
 
 // exprError keeps the message of an expr error and its column, without the
 // multi-line snippet.
-func exprError(err error) error {
+func exprError(err error) error { return exprErrorAt(err, false) }
+
+// exprErrorAt is exprError; always names the column when the error is a
+// run-time one, which always has a position (column 1 included).
+func exprErrorAt(err error, run bool) error {
 	var fe *file.Error
 	if errors.As(err, &fe) {
 		msg := fe.Message
 		if fe.Prev != nil && !strings.Contains(msg, fe.Prev.Error()) {
 			msg += ": " + fe.Prev.Error()
 		}
-		if fe.Column > 0 || fe.Line > 1 {
+		if run || fe.Column > 0 || fe.Line > 1 {
 			return fmt.Errorf("%s (at column %d)", msg, fe.Column+1)
 		}
 		return errors.New(msg)
@@ -218,18 +258,46 @@ func (e *Env) vars() map[string]any {
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	return map[string]any{"inputs": inputs, "steps": steps, budgetVar: &budget{}}
+	return map[string]any{"inputs": inputs, "steps": steps}
 }
 
-// eval runs the expression in vars.
-func (x *Expr) eval(vars map[string]any) (any, error) {
-	vars[budgetVar] = &budget{}
+// maxMessage bounds the message of an expression's error: a message of
+// expr's may quote a value, and each caller copies it again.
+const maxMessage = 1 << 10
+
+// evalError is an expression's error: its source and a bounded message.
+type evalError struct {
+	msg string
+	err error
+}
+
+func (e *evalError) Error() string { return e.msg }
+func (e *evalError) Unwrap() error { return e.err }
+
+// eval runs the expression in vars, charging b.
+func (x *Expr) eval(vars map[string]any, b *budget) (any, error) {
+	vars[budgetVar] = b
+	if err := b.charge("the expression", x.static); err != nil {
+		return nil, x.fail(err)
+	}
 	m := vm.VM{MemoryBudget: memoryBudget}
 	v, err := m.Run(x.prog, vars)
 	if err != nil {
-		return nil, fmt.Errorf("${{ %s }}: %w", x.Source, exprError(err))
+		return nil, x.fail(exprErrorAt(err, true))
 	}
 	return v, nil
+}
+
+func (x *Expr) fail(err error) error {
+	msg := err.Error()
+	if len(msg) > maxMessage {
+		cut := maxMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "..."
+	}
+	return &evalError{msg: fmt.Sprintf("${{ %s }}: %s", x.Source, msg), err: err}
 }
 
 // Template is a value whose strings may hold ${{ expression }}s: a field
@@ -240,42 +308,49 @@ type Template struct {
 	root tnode
 }
 
+// A rendering evaluates every expression of the template against one
+// budget, which also pays for the text, objects and lists the template
+// itself builds around them.
 type tnode interface {
-	render(vars map[string]any) (any, error)
+	render(vars map[string]any, b *budget) (any, error)
 	exprs(yield func(*Expr))
 }
 
 type literal struct{ v any }
 
-func (l literal) render(map[string]any) (any, error) { return l.v, nil }
-func (literal) exprs(func(*Expr))                    {}
+func (l literal) render(map[string]any, *budget) (any, error) { return l.v, nil }
+func (literal) exprs(func(*Expr))                             {}
 
 type whole struct{ x *Expr }
 
-func (w whole) render(vars map[string]any) (any, error) { return w.x.eval(vars) }
-func (w whole) exprs(yield func(*Expr))                 { yield(w.x) }
+func (w whole) render(vars map[string]any, b *budget) (any, error) { return w.x.eval(vars, b) }
+func (w whole) exprs(yield func(*Expr))                            { yield(w.x) }
 
 type interp struct {
 	text []string // len(text) == len(xs)+1
 	xs   []*Expr
 }
 
-func (p interp) render(vars map[string]any) (any, error) {
+func (p interp) render(vars map[string]any, bud *budget) (any, error) {
 	var b strings.Builder
 	for i, x := range p.xs {
 		b.WriteString(p.text[i])
-		v, err := x.eval(vars)
+		v, err := x.eval(vars, bud)
 		if err != nil {
 			return nil, err
 		}
-		s, err := toText(v)
+		s, err := toText(v, bud)
 		if err != nil {
 			return nil, fmt.Errorf("${{ %s }}: %w", x.Source, err)
 		}
-		b.WriteString(s)
-		if b.Len() > MaxValue {
+		if b.Len()+len(s) > MaxValue {
 			return nil, fmt.Errorf("the string is longer than %d bytes", MaxValue)
 		}
+		// The builder grows by appending: about six times its final size.
+		if err := bud.charge("the template", obj(6*(len(p.text[i])+len(s)))); err != nil {
+			return nil, fmt.Errorf("${{ %s }}: %w", x.Source, err)
+		}
+		b.WriteString(s)
 	}
 	b.WriteString(p.text[len(p.text)-1])
 	return b.String(), nil
@@ -292,10 +367,13 @@ type object struct {
 	vals []tnode
 }
 
-func (o object) render(vars map[string]any) (any, error) {
+func (o object) render(vars map[string]any, b *budget) (any, error) {
+	if err := b.charge("the template", mapCost(len(o.keys))); err != nil {
+		return nil, err
+	}
 	m := make(map[string]any, len(o.keys))
 	for i, k := range o.keys {
-		v, err := o.vals[i].render(vars)
+		v, err := o.vals[i].render(vars, b)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
@@ -312,10 +390,13 @@ func (o object) exprs(yield func(*Expr)) {
 
 type array []tnode
 
-func (a array) render(vars map[string]any) (any, error) {
+func (a array) render(vars map[string]any, b *budget) (any, error) {
+	if err := b.charge("the template", listCost(len(a))); err != nil {
+		return nil, err
+	}
 	out := make([]any, len(a))
 	for i, v := range a {
-		r, err := v.render(vars)
+		r, err := v.render(vars, b)
 		if err != nil {
 			return nil, fmt.Errorf("[%d]: %w", i, err)
 		}
@@ -331,22 +412,39 @@ func (a array) exprs(yield func(*Expr)) {
 }
 
 // toText renders an interpolated value: strings as they are, null as
-// nothing, anything else as compact JSON.
-func toText(v any) (string, error) {
+// nothing, anything else as compact JSON, charged to b.
+func toText(v any, b *budget) (string, error) {
 	switch v := v.(type) {
 	case string:
 		return v, nil
 	case nil:
 		return "", nil
 	}
-	b, err := toJSON(v)
-	return string(b), err
+	o := output{limit: MaxValue}
+	if !o.measure(v) {
+		return "", valueError(&o)
+	}
+	// An encoder's buffer and the one it writes to, both doubling, the
+	// string; sorted keys.
+	if err := b.charge("the template", 2*obj(4*o.n)+strCost(o.n)+96*o.keys+256*o.maps); err != nil {
+		return "", err
+	}
+	j, err := toJSON(v)
+	return string(j), err
 }
 
-// toJSON encodes a rendered value.
+func valueError(o *output) error {
+	if o.deep {
+		return fmt.Errorf("the value is nested more than %d deep", maxDepth)
+	}
+	return fmt.Errorf("the value is larger than %d bytes", MaxValue)
+}
+
+// toJSON encodes a rendered value, at most MaxValue bytes: measured first,
+// so a larger one is refused before it is encoded.
 func toJSON(v any) ([]byte, error) {
-	if _, ok := size(v, MaxValue); !ok {
-		return nil, fmt.Errorf("the value is larger than %d bytes", MaxValue)
+	if o := (output{limit: MaxValue}); !o.measure(v) {
+		return nil, valueError(&o)
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -365,7 +463,7 @@ func (t *Template) Render(env *Env) (any, error) {
 	if t == nil || t.root == nil {
 		return nil, nil
 	}
-	return t.root.render(env.vars())
+	return t.root.render(env.vars(), newBudget())
 }
 
 // RenderJSON evaluates the template in env and encodes the result.
@@ -396,7 +494,7 @@ func (t *Template) expressions(yield func(*Expr)) {
 
 // EvalBool evaluates a condition.
 func (x *Expr) EvalBool(env *Env) (bool, error) {
-	v, err := x.eval(env.vars())
+	v, err := x.eval(env.vars(), newBudget())
 	if err != nil {
 		return false, err
 	}
