@@ -12,7 +12,8 @@ import (
 )
 
 // The bounds of one evaluation (RATIONALE.md, "Why expr, and how is an
-// expression bounded?"; docs/workflows.md, "Bounds").
+// expression bounded?" and "Why one budget, charged before building?";
+// docs/workflows.md, "Bounds").
 const (
 	// maxBuilt is the evaluation budget: the bytes one rendering of a
 	// template (or one if:) may allocate, counted before each allocation
