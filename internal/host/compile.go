@@ -70,7 +70,6 @@ type compiler struct {
 	slots    chan struct{} // compile children running at once
 	vetted   sync.Map      // digest and pages -> struct{}: compiled within the limits
 	exe      func() (string, error)
-	noChild  sync.Once // logs once that children cannot be started
 	// workers is wazero's compilation workers, in the child and in the
 	// station (at least 2, so that a deadline is checked between functions).
 	workers int
@@ -95,14 +94,10 @@ func newCompiler(opts Options, log *slog.Logger) *compiler {
 func (c *compiler) compile(ctx context.Context, rt wazero.Runtime, id, digest string, wasm []byte, pages uint32) (wazero.CompiledModule, error) {
 	key := digest + "/" + strconv.FormatUint(uint64(pages), 10)
 	if _, ok := c.vetted.Load(key); !ok && c.cacheDir != "" && !c.marked(key) {
-		switch err := c.child(ctx, id, wasm, pages); {
-		case errors.Is(err, errNoChild):
-			// Logged; the in-process compile below still has the time bound.
-		case err != nil:
+		if err := c.child(ctx, id, wasm, pages); err != nil {
 			return nil, err
-		default:
-			c.mark(key)
 		}
+		c.mark(key)
 	}
 	cctx, cancel := context.WithTimeout(experimental.WithCompilationWorkers(ctx, c.workers), c.lim.CompileTimeout)
 	defer cancel()
@@ -161,8 +156,12 @@ func (c *compiler) tooBig(id string) error {
 	return &InstallLimitError{Module: id, What: "compiling it takes more memory", Limit: manifest.FormatSize(c.lim.CompileMemory), Key: "install.compile_memory"}
 }
 
-// errNoChild is a compile child that could not be started.
-var errNoChild = errors.New("cannot start a compile child")
+// noChild is the refusal when no compile child can be started: the station
+// does not compile a module it cannot bound in memory in its own process
+// (a host without a cache directory, an embedder's, is not bounded so).
+func noChild(id string, err error) error {
+	return fmt.Errorf("module %s: install: its compilation cannot be bounded in memory, so it is refused: the compile child does not start (%v)", id, err)
+}
 
 // child compiles wasm in a child process, into the on-disk cache, under
 // the time and memory bounds. A refusal by wazero comes back as wazero's
@@ -177,8 +176,7 @@ func (c *compiler) child(ctx context.Context, id string, wasm []byte, pages uint
 
 	exe, err := c.exe()
 	if err != nil {
-		c.noChild.Do(func() { c.log.Warn("compiling in the station process, without a memory bound: " + err.Error()) })
-		return errNoChild
+		return noChild(id, err)
 	}
 	tctx, cancel := context.WithTimeout(ctx, c.lim.CompileTimeout)
 	defer cancel()
@@ -210,8 +208,7 @@ func (c *compiler) child(ctx context.Context, id string, wasm []byte, pages uint
 	}
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) {
-		c.noChild.Do(func() { c.log.Warn("compiling in the station process, without a memory bound: " + err.Error()) })
-		return errNoChild
+		return noChild(id, err)
 	}
 	out := strings.TrimSpace(stdout.String())
 	switch code := exit.ExitCode(); {

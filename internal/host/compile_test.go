@@ -2,7 +2,9 @@ package host
 
 import (
 	"context"
+	"errors"
 	"log/slog"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -46,5 +48,31 @@ func TestVettedModulesSkipTheChild(t *testing.T) {
 	compile(Options{CacheDir: dir, Install: InstallLimits{CompileMemory: 1 << 30}})
 	if children != 2 {
 		t.Fatalf("other bounds did not vet the module again")
+	}
+}
+
+// A station that cannot start a compile child refuses the module instead of
+// compiling it in its own process without the memory bound.
+func TestNoChildRefuses(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	cache, err := wazero.NewCompilationCacheWithDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cache.Close(ctx)
+	wasm := wasmgen.Module([]wasmgen.Func{{Body: []byte{0x01}}})
+	for name, exe := range map[string]func() (string, error){
+		"no binary":           func() (string, error) { return "", errors.New("no /proc/self/exe") },
+		"binary cannot start": func() (string, error) { return dir + "/missing", nil },
+	} {
+		c := newCompiler(Options{CacheDir: dir}, slog.New(slog.DiscardHandler))
+		c.exe = exe
+		rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(cache, 16))
+		_, err := c.compile(ctx, rt, "test/unbounded", Digest(wasm), wasm, 16)
+		rt.Close(ctx)
+		if err == nil || !strings.Contains(err.Error(), "module test/unbounded: install: its compilation cannot be bounded in memory") {
+			t.Errorf("%s: compile = %v, want a refusal naming the module", name, err)
+		}
 	}
 }
