@@ -41,9 +41,9 @@ type Usage struct {
 // the reserve the station keeps for itself. Gates use ProcessDescriptors
 // unless Options.Descriptors names another (tests do).
 type Descriptors struct {
+	budget
 	limit   int64
 	process int64 // the process limit it was computed from, 0 if none
-	used    atomic.Int64
 }
 
 // NewDescriptors returns a budget of limit descriptors.
@@ -57,7 +57,7 @@ func (d *Descriptors) Limit() int64 { return d.limit }
 func (d *Descriptors) ProcessLimit() int64 { return d.process }
 
 // InUse is how many of them modules' files hold now.
-func (d *Descriptors) InUse() int64 { return d.used.Load() }
+func (d *Descriptors) InUse() int64 { return d.n.Load() }
 
 // ProcessDescriptors raises the process's soft limit on open files to its
 // hard limit (once) and returns the budget that modules share: that limit

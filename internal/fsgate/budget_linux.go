@@ -20,23 +20,35 @@ func (g *Gate) limited(h Hooks, inst *instanceState, target, reason string, limi
 	return e
 }
 
-// takeFD holds a descriptor for a file the instance is about to open:
-// within its own budget, its module's and the process's. It returns a
-// non-zero error number, after recording the refusal, if one of them is
-// spent.
-func (m *mountFS) takeFD(target string) errno {
-	g := m.g
-	if !m.inst.open.take(g.openPerInstance) {
-		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d open files per instance (filesystem.open_files_per_instance); close the files it no longer needs", g.openPerInstance), g.openPerInstance, wasiEMFILE, errTooManyOpen)
+// takeOpen holds one open file of the instance with state s and hooks h:
+// within its own budget and its module's. It returns a non-zero error
+// number, after recording the refusal, if one of them is spent.
+func (g *Gate) takeOpen(h Hooks, s *instanceState, target string) errno {
+	if !s.open.take(g.openPerInstance) {
+		return g.limited(h, s, target, fmt.Sprintf("would exceed its limit of %d open files per instance (filesystem.open_files_per_instance); close the files it no longer needs", g.openPerInstance), g.openPerInstance, wasiEMFILE, errTooManyOpen)
 	}
 	if !g.open.take(g.openFiles) {
-		m.inst.open.put()
-		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d open files over all its instances (filesystem.open_files)", g.openFiles), g.openFiles, wasiEMFILE, errTooManyOpen)
+		s.open.put()
+		return g.limited(h, s, target, fmt.Sprintf("would exceed its limit of %d open files over all its instances (filesystem.open_files)", g.openFiles), g.openFiles, wasiEMFILE, errTooManyOpen)
 	}
-	if d := g.fds; d.used.Add(1) > d.limit {
-		d.used.Add(-1)
-		g.open.put()
-		m.inst.open.put()
+	return 0
+}
+
+// putOpen gives back what takeOpen took.
+func (g *Gate) putOpen(s *instanceState) {
+	g.open.put()
+	s.open.put()
+}
+
+// takeFD holds a descriptor for a file the instance is about to open: an
+// open file (takeOpen) and one of the process's share.
+func (m *mountFS) takeFD(target string) errno {
+	g := m.g
+	if e := g.takeOpen(m.hooks, m.inst, target); e != 0 {
+		return e
+	}
+	if d := g.fds; !d.take(d.limit) {
+		g.putOpen(m.inst)
 		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed the %d descriptors all modules share (the process limit less the station's reserve)", d.limit), d.limit, wasiENFILE, errTooManyOpen)
 	}
 	return 0
@@ -44,9 +56,8 @@ func (m *mountFS) takeFD(target string) errno {
 
 // putFD returns a descriptor taken by takeFD.
 func (m *mountFS) putFD() {
-	m.g.fds.used.Add(-1)
-	m.g.open.put()
-	m.inst.open.put()
+	m.g.fds.put()
+	m.g.putOpen(m.inst)
 }
 
 // takeEntry holds one more name for an operation about to create one,
@@ -83,14 +94,7 @@ func (r *rootFS) takeAbove(d *aboveDir) errno {
 			return 0
 		}
 	}
-	if !s.open.take(g.openPerInstance) {
-		return g.limited(r.hooks, s, d.abs, fmt.Sprintf("would exceed its limit of %d open files per instance (filesystem.open_files_per_instance); close the files it no longer needs", g.openPerInstance), g.openPerInstance, wasiEMFILE, errTooManyOpen)
-	}
-	if !g.open.take(g.openFiles) {
-		s.open.put()
-		return g.limited(r.hooks, s, d.abs, fmt.Sprintf("would exceed its limit of %d open files over all its instances (filesystem.open_files)", g.openFiles), g.openFiles, wasiEMFILE, errTooManyOpen)
-	}
-	return 0
+	return g.takeOpen(r.hooks, s, d.abs)
 }
 
 // putAbove gives back what takeAbove took for d.
@@ -101,6 +105,5 @@ func (d *aboveDir) putAbove() {
 		d.inst.mu.Unlock()
 		return
 	}
-	d.inst.open.put()
-	d.g.open.put()
+	d.g.putOpen(d.inst)
 }
