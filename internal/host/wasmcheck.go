@@ -216,6 +216,20 @@ func (c *checker) over(what, limit, key string) error {
 
 func count(n int) string { return fmt.Sprint(n) }
 
+// bounded reads the entry count of a section's vector (s.vec, each entry
+// at least min bytes) and refuses, naming the config key, a count over
+// limit; what is the refusal's text with a %d for the count.
+func (c *checker) bounded(s *checker, section string, min, limit int, what, key string) (int, error) {
+	n, err := s.vec(section, min)
+	if err != nil {
+		return 0, err
+	}
+	if n > limit {
+		return 0, c.over(fmt.Sprintf(what, n), count(limit), key)
+	}
+	return n, nil
+}
+
 // Section ids and the order they must appear in (custom sections anywhere).
 const (
 	secCustom    = 0
@@ -441,12 +455,9 @@ func (c *checker) refType() error {
 }
 
 func (c *checker) types(s *checker) error {
-	n, err := s.vec("type section", 3)
+	n, err := c.bounded(s, "type section", 3, c.lim.Types, "the module declares %d function types", "install.max_types")
 	if err != nil {
 		return err
-	}
-	if n > c.lim.Types {
-		return c.over(fmt.Sprintf("the module declares %d function types", n), count(c.lim.Types), "install.max_types")
 	}
 	c.st.Types = n
 	c.typeParams = make([]uint32, n)
@@ -482,12 +493,9 @@ func (c *checker) types(s *checker) error {
 }
 
 func (c *checker) imports(s *checker) error {
-	n, err := s.vec("import section", 4)
+	n, err := c.bounded(s, "import section", 4, c.lim.Imports, "the module has %d imports", "install.max_imports")
 	if err != nil {
 		return err
-	}
-	if n > c.lim.Imports {
-		return c.over(fmt.Sprintf("the module has %d imports", n), count(c.lim.Imports), "install.max_imports")
 	}
 	c.st.Imports = n
 	for range n {
@@ -661,12 +669,9 @@ func (c *checker) globalSection(s *checker) error {
 }
 
 func (c *checker) exports(s *checker) error {
-	n, err := s.vec("export section", 3)
+	n, err := c.bounded(s, "export section", 3, c.lim.Exports, "the module has %d exports", "install.max_exports")
 	if err != nil {
 		return err
-	}
-	if n > c.lim.Exports {
-		return c.over(fmt.Sprintf("the module has %d exports", n), count(c.lim.Exports), "install.max_exports")
 	}
 	c.st.Exports = n
 	for range n {
@@ -747,12 +752,9 @@ func (c *checker) elements(s *checker) error {
 }
 
 func (c *checker) data(s *checker) error {
-	n, err := s.vec("data section", 2)
+	n, err := c.bounded(s, "data section", 2, c.lim.DataSegments, "the module has %d data segments", "install.max_data_segments")
 	if err != nil {
 		return err
-	}
-	if n > c.lim.DataSegments {
-		return c.over(fmt.Sprintf("the module has %d data segments", n), count(c.lim.DataSegments), "install.max_data_segments")
 	}
 	c.st.DataSegments = n
 	for k := range n {
