@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // marshal renders m back to module.yaml text. It lives in the tests: the
@@ -84,7 +84,7 @@ func marshal(t testing.TB, m *Manifest) []byte {
 	return out
 }
 
-// quoted renders free text double-quoted: yaml.v3 drops a leading newline
+// quoted renders free text double-quoted: the YAML library drops a leading newline
 // when it picks the literal block style by itself.
 func quoted(s string) *yaml.Node {
 	if s == "" {

@@ -1,7 +1,7 @@
 package manifest
 
 import (
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // LLM is a module's request to ask the station's LLM for completions

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/yamlx"

@@ -3,7 +3,7 @@ package config
 import (
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // Install bounds what `station module install` (and every load) accepts

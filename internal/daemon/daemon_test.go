@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/station-dev/station/internal/audit"
 	"github.com/station-dev/station/internal/fixture"
