@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/internal/audit"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 )
@@ -28,7 +29,7 @@ allowed and ` + strconv.Itoa(audit.RecordsPerWindow) + ` denied decisions one by
 each). A summary row stands for the decisions FOLDED says (the JSON field
 "folded"; 0 for a decision recorded one by one), which are in no other row.`,
 		Example: "  station audit --denied\n  station audit --module dave/stripe-invoicing --json",
-		Args:    exactArgs(0),
+		Args:    cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			if since > 0 {
@@ -36,13 +37,13 @@ each). A summary row stands for the decisions FOLDED says (the JSON field
 			}
 			var recs []store.AuditRecord
 			var err error
-			if c := a.daemon(ctx); c != nil {
+			if c := a.Daemon(ctx); c != nil {
 				// The daemon flushes its audit queue first: calls that just
 				// returned are in the answer.
 				recs, err = c.Audit(ctx, f)
 			} else {
 				var s *station.Station
-				if s, err = a.open(ctx); err != nil {
+				if s, err = a.Open(ctx); err != nil {
 					return err
 				}
 				recs, err = s.Store.Audit(ctx, f)
@@ -54,20 +55,20 @@ each). A summary row stands for the decisions FOLDED says (the JSON field
 				if recs == nil {
 					recs = []store.AuditRecord{}
 				}
-				return writeJSON(a.io.Out, recs)
+				return cmdutil.WriteJSON(a.IO.Out, recs)
 			}
 			if len(recs) == 0 {
-				fmt.Fprintln(a.io.Err, "no sandbox decisions recorded")
+				fmt.Fprintln(a.IO.Err, "no sandbox decisions recorded")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "TIME\tMODULE\tCOMMAND\tCAPABILITY\tTARGET\tDECISION\tFOLDED\tREASON")
 			for _, r := range recs {
 				d := "allow"
 				if !r.Allowed {
 					d = "DENY"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), termText(r.Module), termText(r.Command), termText(string(r.Capability)), termText(r.Target), d, folded(r.Folded), termText(r.Reason))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Time.Local().Format("2006-01-02 15:04:05.000"), cmdutil.TermText(r.Module), cmdutil.TermText(r.Command), cmdutil.TermText(string(r.Capability)), cmdutil.TermText(r.Target), d, folded(r.Folded), cmdutil.TermText(r.Reason))
 			}
 			return tw.Flush()
 		},

@@ -22,6 +22,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/wasmbuild"
@@ -45,7 +46,7 @@ own station or the internet:
   5. prints the audit log.
 
 Run it from a checkout of the station repository (it builds the examples).`,
-		Args: exactArgs(0),
+		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.demo(cmd.Context(), keep)
 		},
@@ -55,14 +56,14 @@ Run it from a checkout of the station repository (it builds the examples).`,
 }
 
 func (a *app) demo(ctx context.Context, keep bool) (err error) {
-	w := a.io.Out
+	w := a.IO.Out
 	step := func(format string, args ...any) { fmt.Fprintf(w, "\n==> "+format+"\n", args...) }
 
 	root, err := wasmbuild.RepoRoot()
 	if err != nil {
 		return fmt.Errorf("demo: %w (run it from a checkout of the station repository)", err)
 	}
-	home := a.home
+	home := a.Home
 	if home == "" {
 		home, err = os.MkdirTemp("", "station-demo-")
 		if err != nil {
@@ -85,10 +86,10 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		step("station run %s %s --input '%s'", id, command, input)
 		out, err := s.Run(ctx, id, command, []byte(input))
 		if err != nil {
-			fmt.Fprintf(w, "    error (exit code %d): %s\n", exitCode(err), termText(err.Error()))
+			fmt.Fprintf(w, "    error (exit code %d): %s\n", cmdutil.ExitCode(err), cmdutil.TermText(err.Error()))
 			return err
 		}
-		fmt.Fprintf(w, "    %s\n", termText(string(out)))
+		fmt.Fprintf(w, "    %s\n", cmdutil.TermText(string(out)))
 		return nil
 	}
 	if err := run("station/hello", "greet", `{"name":"Ada"}`); err != nil {
@@ -98,7 +99,7 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		return err
 	}
 	denied := run("dave/stripe-invoicing", "fetch", `{"url":"https://evil.example/steal"}`)
-	if denied == nil || exitCode(denied) != ExitViolation {
+	if denied == nil || cmdutil.ExitCode(denied) != ExitViolation {
 		return fmt.Errorf("demo: expected the sandbox to deny evil.example, got %v", denied)
 	}
 	fmt.Fprintln(w, "    ^ denied by the network gate, as the manifest declares: no connection was attempted")
@@ -119,7 +120,7 @@ func (a *app) demo(ctx context.Context, keep bool) (err error) {
 		if r.Folded > 0 {
 			d += fmt.Sprintf(" (folded %d)", r.Folded)
 		}
-		fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", r.Time.Local().Format("15:04:05.000"), termText(r.Module), termText(r.Command), termText(string(r.Capability)), d, termText(r.Target), termText(r.Reason))
+		fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", r.Time.Local().Format("15:04:05.000"), cmdutil.TermText(r.Module), cmdutil.TermText(r.Command), cmdutil.TermText(string(r.Capability)), d, cmdutil.TermText(r.Target), cmdutil.TermText(r.Reason))
 	}
 	fmt.Fprintf(w, "\ndemo finished: one call allowed, one denied; fake API saw %d request(s), all from allowed calls.\n", fake.requests())
 	return nil
@@ -153,7 +154,7 @@ func (a *app) demoStation(ctx context.Context, root, home string, step func(stri
 		if err := os.WriteFile(filepath.Join(dst, "module.yaml"), raw, 0o600); err != nil {
 			return nil, nil, err
 		}
-		fmt.Fprintf(a.io.Out, "    built %s in %s\n", termText(man.ID), time.Since(start).Round(time.Millisecond))
+		fmt.Fprintf(a.IO.Out, "    built %s in %s\n", cmdutil.TermText(man.ID), time.Since(start).Round(time.Millisecond))
 		dirs[ex] = dst
 	}
 
@@ -162,13 +163,13 @@ func (a *app) demoStation(ctx context.Context, root, home string, step func(stri
 	if err != nil {
 		return nil, nil, fmt.Errorf("demo: %w", err)
 	}
-	fmt.Fprintf(a.io.Out, "    listening on %s; %s/config.yaml routes both names there for module egress:\n", fake.Addr(), home)
+	fmt.Fprintf(a.IO.Out, "    listening on %s; %s/config.yaml routes both names there for module egress:\n", fake.Addr(), home)
 	cfg, _ := os.ReadFile(filepath.Join(home, "config.yaml"))
 	for _, l := range strings.Split(strings.TrimSpace(string(cfg)), "\n") {
-		fmt.Fprintf(a.io.Out, "      %s\n", l)
+		fmt.Fprintf(a.IO.Out, "      %s\n", l)
 	}
 
-	s, err := station.Open(ctx, home, station.Options{Logger: a.logger(home)})
+	s, err := station.Open(ctx, home, station.Options{Logger: a.Logger(home)})
 	if err != nil {
 		fake.Close()
 		return nil, nil, err
@@ -177,8 +178,8 @@ func (a *app) demoStation(ctx context.Context, root, home string, step func(stri
 	for _, ex := range []string{"hello", "stripe-invoicing"} {
 		step("station module install %s", filepath.Join("examples", ex))
 		if _, err := s.Install(ctx, dirs[ex], func(p station.Plan) (bool, error) {
-			printPlan(a.io.Out, p)
-			fmt.Fprintln(a.io.Out, "    (approved by the demo; normally you are asked)")
+			cmdutil.PrintPlan(a.IO.Out, p)
+			fmt.Fprintln(a.IO.Out, "    (approved by the demo; normally you are asked)")
 			return true, nil
 		}); err != nil {
 			s.Close(context.WithoutCancel(ctx))

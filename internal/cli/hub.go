@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/manifest"
 )
@@ -39,7 +40,7 @@ func hubDataFlag(c *cobra.Command, dir *string) {
 func (a *app) hubData(flag string) (string, error) {
 	dir := flag
 	if dir == "" {
-		dir = a.io.Getenv("STATION_HUB_DATA")
+		dir = a.IO.Getenv("STATION_HUB_DATA")
 	}
 	if dir == "" {
 		home, err := os.UserHomeDir()
@@ -77,12 +78,12 @@ but a loopback address). Stop it with Ctrl-C or SIGTERM: event streams end at
 once (stations reconnect and catch up), other requests finish first.`,
 		Example: `  station hub serve --bootstrap-user dave
   station hub serve --addr 127.0.0.1:0 --data /srv/station-hub`,
-		Args: exactArgs(0),
+		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if maxWasm != "" {
 				n, err := manifest.ParseSize(maxWasm)
 				if err != nil {
-					return usageError{fmt.Errorf("--max-wasm: %w", err)}
+					return cmdutil.Usagef("--max-wasm: %w", err)
 				}
 				limits.MaxWasmBytes = int64(n)
 			}
@@ -108,17 +109,17 @@ func (a *app) hubServe(ctx context.Context, addr, dataFlag, bootstrap string, li
 		return err
 	}
 	defer st.Close()
-	log := slog.New(slog.NewTextHandler(a.io.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	log := slog.New(slog.NewTextHandler(a.IO.Err, &slog.HandlerOptions{Level: slog.LevelInfo}))
 	if bootstrap != "" {
 		tok, err := hubserver.CreateAccount(ctx, st, bootstrap, "bootstrap", time.Now())
 		switch {
 		case hub.CodeOf(err) == hub.CodeAccountExists:
-			fmt.Fprintf(a.io.Err, "account %s exists; for a new token: station hub user token %s\n", bootstrap, bootstrap)
+			fmt.Fprintf(a.IO.Err, "account %s exists; for a new token: station hub user token %s\n", bootstrap, bootstrap)
 		case err != nil:
 			return fmt.Errorf("--bootstrap-user: %w", err)
 		default:
-			fmt.Fprintf(a.io.Err, "created account %s; its token (shown once, store it now):\n", bootstrap)
-			fmt.Fprintln(a.io.Out, tok.Secret)
+			fmt.Fprintf(a.IO.Err, "created account %s; its token (shown once, store it now):\n", bootstrap)
+			fmt.Fprintln(a.IO.Out, tok.Secret)
 		}
 	}
 	srv, err := hubserver.New(hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: limits})
@@ -130,11 +131,11 @@ func (a *app) hubServe(ctx context.Context, addr, dataFlag, bootstrap string, li
 		srv.Close()
 		return fmt.Errorf("hub serve: %w", err)
 	}
-	fmt.Fprintf(a.io.Err, "hub listening on http://%s (data %s, protocol %d)\n", ln.Addr(), dir, hub.ProtocolVersion)
+	fmt.Fprintf(a.IO.Err, "hub listening on http://%s (data %s, protocol %d)\n", ln.Addr(), dir, hub.ProtocolVersion)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("hub serve: %w", err)
 	}
-	fmt.Fprintln(a.io.Err, "hub stopped")
+	fmt.Fprintln(a.IO.Err, "hub stopped")
 	return nil
 }
 
@@ -152,7 +153,7 @@ running) and prints its API token on stdout. The hub keeps only a hash of the
 token: this is the only time it is shown. The account name is also the
 namespace it publishes into (NAME/*).`,
 		Example: "  station hub user create dave",
-		Args:    exactArgs(1, "NAME"),
+		Args:    cmdutil.ExactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.hubIssue(cmd.Context(), data, args[0], label, true)
 		},
@@ -161,7 +162,7 @@ namespace it publishes into (NAME/*).`,
 		Use:     "token NAME",
 		Short:   "Issue another token for an account and print it once",
 		Example: "  station hub user token dave --label ci",
-		Args:    exactArgs(1, "NAME"),
+		Args:    cmdutil.ExactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.hubIssue(cmd.Context(), data, args[0], label, false)
 		},
@@ -199,10 +200,10 @@ func (a *app) hubIssue(ctx context.Context, dataFlag, name, label string, create
 		return err
 	}
 	if create {
-		fmt.Fprintf(a.io.Err, "created account %s; its token (shown once, store it now):\n", name)
+		fmt.Fprintf(a.IO.Err, "created account %s; its token (shown once, store it now):\n", name)
 	} else {
-		fmt.Fprintf(a.io.Err, "new token %s for %s (shown once, store it now):\n", tok.ID, name)
+		fmt.Fprintf(a.IO.Err, "new token %s for %s (shown once, store it now):\n", tok.ID, name)
 	}
-	fmt.Fprintln(a.io.Out, tok.Secret)
+	fmt.Fprintln(a.IO.Out, tok.Secret)
 	return nil
 }

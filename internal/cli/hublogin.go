@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
 )
@@ -28,23 +29,23 @@ The hub must be https, or http to a loopback address. A daemon (station
 serve) started after login follows the hub's relay and applies team changes.`,
 		Example: `  station hub login --url https://hub.example.com --token-stdin < token.txt
   STATION_HUB_TOKEN=sth_... station hub login --url http://127.0.0.1:7777`,
-		Args: exactArgs(0),
+		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if url == "" {
-				return usageError{fmt.Errorf("hub login: --url is required")}
+				return cmdutil.Usagef("hub login: --url is required")
 			}
 			var token string
 			if fromStdin {
-				b, err := io.ReadAll(io.LimitReader(a.io.In, 4096))
+				b, err := io.ReadAll(io.LimitReader(a.IO.In, 4096))
 				if err != nil {
 					return fmt.Errorf("hub login: read the token from stdin: %w", err)
 				}
 				token = string(b)
 			} else {
-				token = a.io.Getenv("STATION_HUB_TOKEN")
+				token = a.IO.Getenv("STATION_HUB_TOKEN")
 			}
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
@@ -52,7 +53,7 @@ serve) started after login follows the hub's relay and applies team changes.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "logged in to %s as %s\n", termText(l.URL), termText(l.Account))
+			fmt.Fprintf(a.IO.Out, "logged in to %s as %s\n", cmdutil.TermText(l.URL), cmdutil.TermText(l.Account))
 			return nil
 		},
 	}
@@ -68,17 +69,17 @@ func (a *app) hubLogoutCmd() *cobra.Command {
 		Long: `Logout removes STATION_HOME/hub-token and forgets the hub, its teams and
 pending team changes. Installed modules stay installed. The token itself stays
 valid on the hub until you revoke it there.`,
-		Args: exactArgs(0),
+		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
 			if err := hubsync.Logout(ctx, s); err != nil {
 				return err
 			}
-			fmt.Fprintln(a.io.Out, "logged out")
+			fmt.Fprintln(a.IO.Out, "logged out")
 			return nil
 		},
 	}
@@ -89,10 +90,10 @@ func (a *app) hubWhoamiCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "whoami",
 		Short: "Show the hub and account this station is logged in as",
-		Args:  exactArgs(0),
+		Args:  cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -101,9 +102,9 @@ func (a *app) hubWhoamiCmd() *cobra.Command {
 				return hubError(err)
 			}
 			if asJSON {
-				return writeJSON(a.io.Out, map[string]string{"hub": sess.Login.URL, "account": acct.Name})
+				return cmdutil.WriteJSON(a.IO.Out, map[string]string{"hub": sess.Login.URL, "account": acct.Name})
 			}
-			fmt.Fprintf(a.io.Out, "%s on %s\n", termText(acct.Name), termText(sess.Login.URL))
+			fmt.Fprintf(a.IO.Out, "%s on %s\n", cmdutil.TermText(acct.Name), cmdutil.TermText(sess.Login.URL))
 			return nil
 		},
 	}
@@ -126,10 +127,10 @@ STATION_HOME/hub-signing-key.pem or --file, and registers its public half
 it. It never overwrites an existing key file. Back the file up: a lost key
 cannot sign new versions, and stations that pinned it will ask their operators
 before trusting a new one.`,
-		Args: exactArgs(0),
+		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -148,7 +149,7 @@ before trusting a new one.`,
 				os.Remove(file) // a key the hub does not know signs nothing it accepts
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "key %s registered for %s; private key in %s (keep it secret, back it up)\n", termText(k.ID), termText(k.Account), file)
+			fmt.Fprintf(a.IO.Out, "key %s registered for %s; private key in %s (keep it secret, back it up)\n", cmdutil.TermText(k.ID), cmdutil.TermText(k.Account), file)
 			return nil
 		},
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/station"
 )
 
@@ -47,15 +48,15 @@ func (a *app) llmUsageCmd() *cobra.Command {
 next to what counts against it now (a rolling 24 hours). Workflow llm steps
 are the station's own use, listed as (station).`,
 		Example: "  station llm usage\n  station llm usage --since 168h --json",
-		Args:    exactArgs(0),
+		Args:    cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
 			if since <= 0 {
-				return usageError{fmt.Errorf("--since must be positive (e.g. 24h)")}
+				return cmdutil.Usagef("--since must be positive (e.g. 24h)")
 			}
 			now := time.Now()
 			totals, err := s.Store.LLMTotals(ctx, now.Add(-since))
@@ -79,13 +80,13 @@ are the station's own use, listed as (station).`,
 				rows = append(rows, r)
 			}
 			if asJSON {
-				return writeJSON(a.io.Out, rows)
+				return cmdutil.WriteJSON(a.IO.Out, rows)
 			}
 			if len(rows) == 0 {
-				fmt.Fprintf(a.io.Err, "no LLM usage in the last %s\n", since)
+				fmt.Fprintf(a.IO.Err, "no LLM usage in the last %s\n", since)
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintf(tw, "MODULE\tCALLS\tPROMPT\tCOMPLETION\tBUDGET/DAY\tLAST 24H\n")
 			for _, r := range rows {
 				budget, used := "-", "-"
@@ -95,7 +96,7 @@ are the station's own use, listed as (station).`,
 				if r.BudgetTokensPerDay > 0 {
 					budget = fmt.Sprint(r.BudgetTokensPerDay)
 				}
-				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", termText(r.Module), r.Calls, r.PromptTokens, r.CompletionTokens, budget, used)
+				fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%s\t%s\n", cmdutil.TermText(r.Module), r.Calls, r.PromptTokens, r.CompletionTokens, budget, used)
 			}
 			return tw.Flush()
 		},

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
@@ -36,7 +36,7 @@ func (a *app) moduleBuildCmd() *cobra.Command {
 (GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared) into the wasm file its
 module.yaml names (default module.wasm).`,
 		Example: "  station module build examples/hello",
-		Args:    exactArgs(1, "DIR"),
+		Args:    cmdutil.ExactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := args[0]
 			man, err := manifest.Load(dir)
@@ -47,11 +47,11 @@ module.yaml names (default module.wasm).`,
 				out = filepath.Join(dir, man.Wasm)
 			}
 			start := time.Now()
-			fmt.Fprintf(a.io.Err, "building %s@%s ...\n", termText(man.ID), termText(man.Version))
+			fmt.Fprintf(a.IO.Err, "building %s@%s ...\n", cmdutil.TermText(man.ID), cmdutil.TermText(man.Version))
 			if err := wasmbuild.Build(cmd.Context(), dir, out); err != nil {
 				return fmt.Errorf("build %s: %w", man.ID, err)
 			}
-			fmt.Fprintf(a.io.Out, "built %s (%s) in %s\n", out, humanBytes(fileSize(out)), time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(a.IO.Out, "built %s (%s) in %s\n", out, cmdutil.HumanBytes(cmdutil.FileSize(out)), time.Since(start).Round(time.Millisecond))
 			return nil
 		},
 	}
@@ -78,44 +78,44 @@ hub lists for OWNER) and digests are verified before anything is written, and
 the publisher's key is pinned: a later version signed by another key asks you
 first.`,
 		Example: "  station module install examples/hello\n  station module install --yes examples/stripe-invoicing\n  station module install dave/stripe-invoicing@1.4.0",
-		Args:    exactArgs(1, "DIR"),
+		Args:    cmdutil.ExactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			if refMaybe(args[0], isDir) {
+			if cmdutil.RefMaybe(args[0], cmdutil.IsDir) {
 				if yes && !strings.Contains(args[0], "@") {
 					// A mistyped or missing directory (examples/hello run
 					// from the wrong folder) must not become an approved
 					// install of whatever the hub has under that name.
-					return usageError{fmt.Errorf("%s is not a directory here; to install it from the hub without a prompt, name the version (%s@VERSION; station module search lists them)", args[0], args[0])}
+					return cmdutil.Usagef("%s is not a directory here; to install it from the hub without a prompt, name the version (%s@VERSION; station module search lists them)", args[0], args[0])
 				}
 				return a.installFromHub(ctx, args[0], yes, asJSON)
 			}
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
 			plan, err := s.Install(ctx, args[0], func(p station.Plan) (bool, error) {
 				if !asJSON {
-					printPlan(a.io.Err, p)
+					cmdutil.PrintPlan(a.IO.Err, p)
 				}
 				if yes {
 					return true, nil
 				}
-				if !a.io.IsTerminal {
-					return false, usageError{fmt.Errorf("install %s needs approval: review the permissions above and rerun with --yes", termText(p.Manifest.ID))}
+				if !a.IO.IsTerminal {
+					return false, cmdutil.Usagef("install %s needs approval: review the permissions above and rerun with --yes", cmdutil.TermText(p.Manifest.ID))
 				}
-				return a.confirm("Install?"), nil
+				return a.Confirm("Install?"), nil
 			})
 			if err != nil {
 				return err
 			}
-			a.reloadInDaemon(ctx, plan.Manifest.ID)
+			a.ReloadInDaemon(ctx, plan.Manifest.ID)
 			if asJSON {
-				return writeJSON(a.io.Out, map[string]any{
+				return cmdutil.WriteJSON(a.IO.Out, map[string]any{
 					"id": plan.Manifest.ID, "version": plan.Manifest.Version, "digest": plan.Digest, "permissions": plan.Permissions,
 				})
 			}
-			fmt.Fprintf(a.io.Out, "installed %s@%s (%s)\n", termText(plan.Manifest.ID), termText(plan.Manifest.Version), plan.Digest)
+			fmt.Fprintf(a.IO.Out, "installed %s@%s (%s)\n", cmdutil.TermText(plan.Manifest.ID), cmdutil.TermText(plan.Manifest.Version), plan.Digest)
 			return nil
 		},
 	}
@@ -124,52 +124,15 @@ first.`,
 	return c
 }
 
-// printPlan shows what an install asks for. Everything in it but the
-// digest comes from the module (its manifest), so all of it goes through
-// termText — the description too, on one line: in the approval prompt a
-// line of the description must not pass for a line of the permissions.
-func printPlan(w io.Writer, p station.Plan) {
-	m := p.Manifest
-	fmt.Fprintf(w, "%s %s", termText(m.ID), termText(m.Version))
-	if m.Description != "" {
-		fmt.Fprintf(w, " — %s", termText(m.Description))
-	}
-	fmt.Fprintln(w)
-	if p.Replaces != nil {
-		fmt.Fprintf(w, "  replaces  %s (%s)\n", termText(p.Replaces.Version), termText(p.Replaces.Digest))
-	}
-	fmt.Fprintf(w, "  digest    %s (%s)\n", p.Digest, humanBytes(int64(p.Size)))
-	names := make([]string, len(m.Commands))
-	for i, c := range m.Commands {
-		names[i] = termText(c.Name)
-	}
-	fmt.Fprintf(w, "  commands  %s\n", strings.Join(names, ", "))
-	fmt.Fprintln(w, "  This module:")
-	printPermissions(w, "    - ", "      ", p.Permissions.Describe(p.Children))
-}
-
-// printPermissions prints the lines of Permissions.Describe: each after
-// bullet, and a line that starts with two spaces (a note on the one above)
-// after note. The lines name hosts, paths and programs from the manifest.
-func printPermissions(w io.Writer, bullet, note string, lines []string) {
-	for _, l := range lines {
-		if n, ok := strings.CutPrefix(l, "  "); ok {
-			fmt.Fprintf(w, "%s%s\n", note, termText(n))
-			continue
-		}
-		fmt.Fprintf(w, "%s%s\n", bullet, termText(l))
-	}
-}
-
 func (a *app) moduleListCmd() *cobra.Command {
 	var asJSON bool
 	c := &cobra.Command{
 		Use:   "list",
 		Short: "List installed modules",
-		Args:  exactArgs(0),
+		Args:  cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
@@ -182,13 +145,13 @@ func (a *app) moduleListCmd() *cobra.Command {
 				for _, m := range mods {
 					out = append(out, map[string]any{"id": m.ID, "version": m.Version, "digest": m.Digest, "installed_at": m.InstalledAt, "permissions": json.RawMessage(m.Approved)})
 				}
-				return writeJSON(a.io.Out, out)
+				return cmdutil.WriteJSON(a.IO.Out, out)
 			}
 			if len(mods) == 0 {
-				fmt.Fprintln(a.io.Err, "no modules installed (station module install DIR)")
+				fmt.Fprintln(a.IO.Err, "no modules installed (station module install DIR)")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tVERSION\tDIGEST\tNETWORK")
 			for _, m := range mods {
 				var p station.Permissions
@@ -197,7 +160,7 @@ func (a *app) moduleListCmd() *cobra.Command {
 				if netw == "" {
 					netw = "(none)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", termText(m.ID), termText(m.Version), termText(shortDigest(m.Digest)), termText(netw))
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cmdutil.TermText(m.ID), cmdutil.TermText(m.Version), cmdutil.TermText(cmdutil.ShortDigest(m.Digest)), cmdutil.TermText(netw))
 			}
 			return tw.Flush()
 		},
@@ -211,10 +174,10 @@ func (a *app) moduleShowCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "show ID",
 		Short: "Show an installed module: permissions, digest, commands",
-		Args:  exactArgs(1, "ID"),
+		Args:  cmdutil.ExactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
@@ -244,22 +207,22 @@ func (a *app) moduleShowCmd() *cobra.Command {
 				if c := s.ChildConfinement(p); c != "" {
 					out["program_confinement"] = c
 				}
-				return writeJSON(a.io.Out, out)
+				return cmdutil.WriteJSON(a.IO.Out, out)
 			}
-			w := a.io.Out
-			fmt.Fprintf(w, "%s %s\n", termText(rec.ID), termText(rec.Version))
+			w := a.IO.Out
+			fmt.Fprintf(w, "%s %s\n", cmdutil.TermText(rec.ID), cmdutil.TermText(rec.Version))
 			if man.Description != "" {
 				// The one place a description keeps its lines, each
 				// indented under the module's.
-				fmt.Fprintf(w, "  %s\n", termBlock(man.Description, "  "))
+				fmt.Fprintf(w, "  %s\n", cmdutil.TermBlock(man.Description, "  "))
 			}
-			fmt.Fprintf(w, "digest     %s\ninstalled  %s\n", termText(rec.Digest), rec.InstalledAt.Local().Format(time.RFC3339))
+			fmt.Fprintf(w, "digest     %s\ninstalled  %s\n", cmdutil.TermText(rec.Digest), rec.InstalledAt.Local().Format(time.RFC3339))
 			fmt.Fprintln(w, "commands")
 			for _, c := range man.Commands {
-				fmt.Fprintf(w, "  %-20s %s\n", termText(c.Name), termText(c.Description))
+				fmt.Fprintf(w, "  %-20s %s\n", cmdutil.TermText(c.Name), cmdutil.TermText(c.Description))
 			}
 			fmt.Fprintln(w, "permissions (approved)")
-			printPermissions(w, "  - ", "    ", p.Describe(s.ChildConfinement(p)))
+			cmdutil.PrintPermissions(w, "  - ", "    ", p.Describe(s.ChildConfinement(p)))
 			printLimits(w, lim)
 			return nil
 		},
@@ -272,10 +235,10 @@ func (a *app) moduleRemoveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "remove ID",
 		Short: "Uninstall a module",
-		Args:  exactArgs(1, "ID"),
+		Args:  cmdutil.ExactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
@@ -285,47 +248,11 @@ func (a *app) moduleRemoveCmd() *cobra.Command {
 			if err := s.Store.DeleteHubOrigin(ctx, args[0]); err != nil {
 				return err
 			}
-			a.reloadInDaemon(ctx, args[0])
-			fmt.Fprintf(a.io.Out, "removed %s\n", args[0])
+			a.ReloadInDaemon(ctx, args[0])
+			fmt.Fprintf(a.IO.Out, "removed %s\n", args[0])
 			return nil
 		},
 	}
-}
-
-// writeJSON prints v as indented JSON, through jsonText: exact JSON, with
-// nothing in its strings a terminal would act on.
-func writeJSON(w io.Writer, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(jsonText(b), '\n'))
-	return err
-}
-
-func fileSize(path string) int64 {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0
-	}
-	return fi.Size()
-}
-
-func shortDigest(d string) string {
-	if len(d) > 19 {
-		return d[:19]
-	}
-	return d
-}
-
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10:
-		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
-	}
-	return fmt.Sprintf("%d B", n)
 }
 
 func (a *app) moduleSchemaCmd() *cobra.Command {
@@ -338,9 +265,9 @@ module.yaml:
 
   # yaml-language-server: $schema=./module.schema.json`,
 		Example: "  station module schema > module.schema.json",
-		Args:    exactArgs(0),
+		Args:    cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			_, err := a.io.Out.Write(manifest.Schema())
+			_, err := a.IO.Out.Write(manifest.Schema())
 			return err
 		},
 	}
@@ -353,28 +280,14 @@ func printLimits(w io.Writer, l station.Limits) {
 	if l.FreshInstance {
 		instance = "a fresh instance per call"
 	}
-	fmt.Fprintf(w, "  memory %s, timeout %s, %d calls at once, %s\n", humanSize(int64(l.MemoryBytes)), l.Timeout, l.Concurrency, instance)
+	fmt.Fprintf(w, "  memory %s, timeout %s, %d calls at once, %s\n", cmdutil.HumanSize(int64(l.MemoryBytes)), l.Timeout, l.Concurrency, instance)
 	fmt.Fprintf(w, "  input %s, output %s, host-call request %s, HTTP response %s\n",
-		humanSize(int64(l.MaxInputBytes)), humanSize(int64(l.MaxOutputBytes)), humanSize(int64(l.MaxRequestBytes)), humanSize(l.MaxResponseBytes))
+		cmdutil.HumanSize(int64(l.MaxInputBytes)), cmdutil.HumanSize(int64(l.MaxOutputBytes)), cmdutil.HumanSize(int64(l.MaxRequestBytes)), cmdutil.HumanSize(l.MaxResponseBytes))
 	if f := l.Files; f != nil {
 		fmt.Fprintf(w, "  files: quota %s (%s used), %d files and directories (%d used), %d open at once (%d per instance)\n",
-			humanSize(f.QuotaBytes), humanSize(f.UsedBytes), f.Entries, f.UsedEntries, f.OpenFiles, f.OpenFilesPerInstance)
+			cmdutil.HumanSize(f.QuotaBytes), cmdutil.HumanSize(f.UsedBytes), f.Entries, f.UsedEntries, f.OpenFiles, f.OpenFilesPerInstance)
 	}
 	if l.ProgramOutputBytes > 0 {
-		fmt.Fprintf(w, "  programs: %s of stdout and of stderr each\n", humanSize(l.ProgramOutputBytes))
+		fmt.Fprintf(w, "  programs: %s of stdout and of stderr each\n", cmdutil.HumanSize(l.ProgramOutputBytes))
 	}
-}
-
-// humanSize renders a limit: in whole GiB, MiB or KiB when it is one,
-// else as humanBytes.
-func humanSize(n int64) string {
-	for _, u := range []struct {
-		size int64
-		name string
-	}{{1 << 30, "GiB"}, {1 << 20, "MiB"}, {1 << 10, "KiB"}} {
-		if n >= u.size && n%u.size == 0 {
-			return fmt.Sprintf("%d %s", n/u.size, u.name)
-		}
-	}
-	return humanBytes(n)
 }

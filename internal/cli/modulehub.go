@@ -11,40 +11,36 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/store"
 )
 
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
-}
-
 // installFromHub is `station module install owner/slug[@version]`.
 func (a *app) installFromHub(ctx context.Context, ref string, yes, asJSON bool) error {
-	sess, err := a.hubSession(ctx)
+	sess, err := a.HubSession(ctx)
 	if err != nil {
 		return err
 	}
 	id, version, err := hubclient.ParseRef(ref)
 	if err != nil {
-		return usageError{err}
+		return cmdutil.UsageError{Err: err}
 	}
-	res, err := sess.Install(ctx, hubsync.Request{ID: id, Version: version, Ask: true}, a.hubApprover(yes, askOrUsage, "install"))
+	res, err := sess.Install(ctx, hubsync.Request{ID: id, Version: version, Ask: true}, a.HubApprover(yes, cmdutil.AskOrUsage, "install"))
 	if err != nil {
 		return hubError(err)
 	}
 	if !res.Changed {
-		fmt.Fprintf(a.io.Out, "%s@%s is already installed\n", termText(res.ID), termText(res.Version))
+		fmt.Fprintf(a.IO.Out, "%s@%s is already installed\n", cmdutil.TermText(res.ID), cmdutil.TermText(res.Version))
 		return nil
 	}
-	a.reloadInDaemon(ctx, id)
+	a.ReloadInDaemon(ctx, id)
 	p := res.Plan
 	if asJSON {
-		return writeJSON(a.io.Out, map[string]any{"id": id, "version": res.Version, "digest": p.Digest, "hub": p.Hub, "key": p.Key.ID.String(), "permissions": p.Permissions})
+		return cmdutil.WriteJSON(a.IO.Out, map[string]any{"id": id, "version": res.Version, "digest": p.Digest, "hub": p.Hub, "key": p.Key.ID.String(), "permissions": p.Permissions})
 	}
-	fmt.Fprintf(a.io.Out, "installed %s@%s (%s) from %s\n", termText(id), termText(res.Version), p.Digest, termText(p.Hub))
+	fmt.Fprintf(a.IO.Out, "installed %s@%s (%s) from %s\n", cmdutil.TermText(id), cmdutil.TermText(res.Version), p.Digest, cmdutil.TermText(p.Hub))
 	return nil
 }
 
@@ -61,10 +57,10 @@ and uploads the bundle. Versions are immutable: publish a new version to
 change anything. The manifest's owner must be the account you are logged in
 as.`,
 		Example: "  station module build examples/hello\n  station module publish examples/hello",
-		Args:    exactArgs(1, "DIR"),
+		Args:    cmdutil.ExactArgs(1, "DIR"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -91,9 +87,9 @@ as.`,
 				return hubError(err)
 			}
 			if asJSON {
-				return writeJSON(a.io.Out, v)
+				return cmdutil.WriteJSON(a.IO.Out, v)
 			}
-			fmt.Fprintf(a.io.Out, "published %s@%s (%s, signed by %s) to %s\n", termText(v.Module), termText(v.Version), termText(v.WasmDigest), termText(v.KeyID), termText(sess.Login.URL))
+			fmt.Fprintf(a.IO.Out, "published %s@%s (%s, signed by %s) to %s\n", cmdutil.TermText(v.Module), cmdutil.TermText(v.Version), cmdutil.TermText(v.WasmDigest), cmdutil.TermText(v.KeyID), cmdutil.TermText(sess.Login.URL))
 			return nil
 		},
 	}
@@ -114,7 +110,7 @@ func (a *app) moduleSearchCmd() *cobra.Command {
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -129,23 +125,23 @@ func (a *app) moduleSearchCmd() *cobra.Command {
 				if res.Modules == nil {
 					res.Modules = []hub.Module{}
 				}
-				return writeJSON(a.io.Out, res)
+				return cmdutil.WriteJSON(a.IO.Out, res)
 			}
 			if len(res.Modules) == 0 {
-				fmt.Fprintln(a.io.Err, "no modules found")
+				fmt.Fprintln(a.IO.Err, "no modules found")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "ID\tLATEST\tDESCRIPTION")
 			for _, m := range res.Modules {
 				latest := m.Latest
 				if latest == "" {
 					latest = "(all yanked)"
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\n", termText(m.ID), termText(latest), termText(m.Description))
+				fmt.Fprintf(tw, "%s\t%s\t%s\n", cmdutil.TermText(m.ID), cmdutil.TermText(latest), cmdutil.TermText(m.Description))
 			}
 			if res.Next > 0 {
-				fmt.Fprintf(a.io.Err, "more results: --offset %d\n", res.Next)
+				fmt.Fprintf(a.IO.Err, "more results: --offset %d\n", res.Next)
 			}
 			return tw.Flush()
 		},
@@ -173,7 +169,7 @@ running (exit code 5).`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -197,7 +193,7 @@ running (exit code 5).`,
 					continue // removed, or replaced by a local install
 				}
 				if o.HubURL != sess.Login.URL {
-					errs = append(errs, fmt.Errorf("upgrade %s: it came from %s, and this station is logged in to %s", termText(o.Module), termText(o.HubURL), termText(sess.Login.URL)))
+					errs = append(errs, fmt.Errorf("upgrade %s: it came from %s, and this station is logged in to %s", cmdutil.TermText(o.Module), cmdutil.TermText(o.HubURL), cmdutil.TermText(sess.Login.URL)))
 					continue
 				}
 				latest, err := sess.Client.Resolve(ctx, o.Module)
@@ -206,16 +202,16 @@ running (exit code 5).`,
 					continue
 				}
 				if hub.CompareVersions(latest.Version, rec.Version) <= 0 {
-					fmt.Fprintf(a.io.Out, "%s@%s is up to date\n", termText(o.Module), termText(rec.Version))
+					fmt.Fprintf(a.IO.Out, "%s@%s is up to date\n", cmdutil.TermText(o.Module), cmdutil.TermText(rec.Version))
 					continue
 				}
-				res, err := sess.Install(ctx, hubsync.Request{ID: o.Module, Version: latest.Version}, a.hubApprover(yes, askOrDecline, "upgrade to"))
+				res, err := sess.Install(ctx, hubsync.Request{ID: o.Module, Version: latest.Version}, a.HubApprover(yes, cmdutil.AskOrDecline, "upgrade to"))
 				if err != nil {
 					errs = append(errs, hubError(err))
 					continue
 				}
-				a.reloadInDaemon(ctx, o.Module)
-				fmt.Fprintf(a.io.Out, "upgraded %s %s -> %s\n", termText(o.Module), termText(rec.Version), termText(res.Version))
+				a.ReloadInDaemon(ctx, o.Module)
+				fmt.Fprintf(a.IO.Out, "upgraded %s %s -> %s\n", cmdutil.TermText(o.Module), cmdutil.TermText(rec.Version), cmdutil.TermText(res.Version))
 			}
 			return errors.Join(errs...)
 		},

@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/daemon"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/wasmbuild"
@@ -42,7 +43,7 @@ Stop it with Ctrl-C; calls in flight finish first.`,
 		Example: `  station serve
   station serve --addr 127.0.0.1:9000
   go run ./cmd/station serve --demo`,
-		Args: exactArgs(0),
+		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return a.serve(cmd.Context(), addr, demo)
 		},
@@ -70,17 +71,17 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 		if err != nil {
 			return fmt.Errorf("serve --demo: %w (run it from a checkout of the station repository)", err)
 		}
-		fmt.Fprintf(a.io.Out, "station serve --demo — STATION_HOME=%s\n", home)
-		step := func(format string, args ...any) { fmt.Fprintf(a.io.Out, "\n==> "+format+"\n", args...) }
+		fmt.Fprintf(a.IO.Out, "station serve --demo — STATION_HOME=%s\n", home)
+		step := func(format string, args ...any) { fmt.Fprintf(a.IO.Out, "\n==> "+format+"\n", args...) }
 		st, fake, err := a.demoStation(ctx, root, home, step)
 		if err != nil {
 			return err
 		}
 		defer fake.Close()
-		a.stations = append(a.stations, st)
+		a.Adopt(st)
 		s = st
 	} else {
-		s, err = a.open(ctx)
+		s, err = a.Open(ctx)
 		if err != nil {
 			return err
 		}
@@ -100,16 +101,16 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 	if err != nil {
 		return err
 	}
-	log := a.logger(home)
+	log := a.Logger(home)
 	var background []func(context.Context)
 	if relay := a.hubRelay(ctx, s, log); relay != nil {
 		background = append(background, relay)
 	}
 	ready := func() {
-		fmt.Fprintf(a.io.Out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), home)
-		fmt.Fprintf(a.io.Out, "token in %s; API reference: docs/api.md\n", filepath.Join(home, daemon.StateFile))
+		fmt.Fprintf(a.IO.Out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), home)
+		fmt.Fprintf(a.IO.Out, "token in %s; API reference: docs/api.md\n", filepath.Join(home, daemon.StateFile))
 		if demo {
-			fmt.Fprintf(a.io.Out, `
+			fmt.Fprintf(a.IO.Out, `
 In another terminal, try:
   export STATION_HOME=%s
   go run ./cmd/station run station/hello greet --input '{"name":"Ada"}'
@@ -118,7 +119,7 @@ In another terminal, try:
   go run ./cmd/station audit --denied
 `, home)
 		}
-		fmt.Fprintln(a.io.Out, "Ctrl-C stops it.")
+		fmt.Fprintln(a.IO.Out, "Ctrl-C stops it.")
 	}
 	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs, Background: background, Ready: ready})
 	if err != nil {
@@ -130,8 +131,8 @@ In another terminal, try:
 // demoHome is --home, else ~/.station-demo — never $STATION_HOME, the
 // operator's own station, whose configuration the demo rewrites.
 func (a *app) demoHome() (string, error) {
-	if a.home != "" {
-		return a.home, nil
+	if a.Home != "" {
+		return a.Home, nil
 	}
 	u, err := os.UserHomeDir()
 	if err != nil {

@@ -79,7 +79,7 @@ func TestServeAndRunThroughIt(t *testing.T) {
 	if want := `station: sandbox violation: module dave/stripe-invoicing: network: "evil.example:443" is not in its allowlist`; !strings.HasPrefix(strings.TrimSpace(r.err), want) {
 		t.Errorf("denial through the daemon:\n got %s\nwant %s", r.err, want)
 	}
-	station(t, home, "", "--no-daemon", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
+	station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
 
 	station(t, home, "", "module", "remove", "dave/stripe-invoicing").want(t, 0)
 	if h, err := c.Health(ctx); err != nil || len(h.Loaded) != 0 {

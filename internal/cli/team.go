@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
@@ -48,10 +49,10 @@ func (a *app) teamCreateCmd() *cobra.Command {
 empty; with --from-installed it is the modules this station installed from the
 hub, at their installed versions with the permissions you approved.`,
 		Example: "  station team create acme\n  station team create acme --from-installed",
-		Args:    exactArgs(1, "NAME"),
+		Args:    cmdutil.ExactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -59,11 +60,11 @@ hub, at their installed versions with the permissions you approved.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "created team %s (you are its %s)\n", termText(t.Name), termText(t.Role))
+			fmt.Fprintf(a.IO.Out, "created team %s (you are its %s)\n", cmdutil.TermText(t.Name), cmdutil.TermText(t.Role))
 			if tl != nil {
-				fmt.Fprintf(a.io.Out, "pushed lockfile revision %d: %s\n", tl.Revision, lockedNames(tl.Lockfile))
+				fmt.Fprintf(a.IO.Out, "pushed lockfile revision %d: %s\n", tl.Revision, lockedNames(tl.Lockfile))
 			}
-			fmt.Fprintf(a.io.Err, "invite members with: station team invite %s\n", termText(t.Name))
+			fmt.Fprintf(a.IO.Err, "invite members with: station team invite %s\n", cmdutil.TermText(t.Name))
 			return nil
 		},
 	}
@@ -78,7 +79,7 @@ func lockedNames(l hub.Lockfile) string {
 	}
 	names := make([]string, len(l.Modules))
 	for i, m := range l.Modules {
-		names[i] = termText(m.ID + "@" + m.Version)
+		names[i] = cmdutil.TermText(m.ID + "@" + m.Version)
 	}
 	return strings.Join(names, ", ")
 }
@@ -92,10 +93,10 @@ func (a *app) teamInviteCmd() *cobra.Command {
 person joining over a private channel: whoever holds it may join (only
 --account, if set). It expires after 7 days.`,
 		Example: "  station team invite acme --account erin",
-		Args:    exactArgs(1, "TEAM"),
+		Args:    cmdutil.ExactArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -103,8 +104,8 @@ person joining over a private channel: whoever holds it may join (only
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Err, "invite to %s as %s, valid until %s; join with: station team join - (code on stdin)\n", termText(inv.Team), termText(inv.Role), inv.ExpiresAt.Local().Format(time.RFC3339))
-			fmt.Fprintln(a.io.Out, termText(inv.Code))
+			fmt.Fprintf(a.IO.Err, "invite to %s as %s, valid until %s; join with: station team join - (code on stdin)\n", cmdutil.TermText(inv.Team), cmdutil.TermText(inv.Role), inv.ExpiresAt.Local().Format(time.RFC3339))
+			fmt.Fprintln(a.IO.Out, cmdutil.TermText(inv.Code))
 			return nil
 		},
 	}
@@ -121,18 +122,18 @@ func (a *app) teamJoinCmd() *cobra.Command {
 		Long: `Join uses an invite code ("-" reads it from standard input, which keeps it out
 of shell history) and applies the team's lockfile like 'station team sync'.`,
 		Example: "  station team join - < invite.txt",
-		Args:    exactArgs(1, "CODE"),
+		Args:    cmdutil.ExactArgs(1, "CODE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			code := args[0]
 			if code == "-" {
-				b, err := io.ReadAll(io.LimitReader(a.io.In, 4096))
+				b, err := io.ReadAll(io.LimitReader(a.IO.In, 4096))
 				if err != nil {
 					return fmt.Errorf("team join: read the code: %w", err)
 				}
 				code = strings.TrimSpace(string(b))
 			}
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -140,7 +141,7 @@ of shell history) and applies the team's lockfile like 'station team sync'.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "joined team %s as %s\n", termText(t.Name), termText(t.Role))
+			fmt.Fprintf(a.IO.Out, "joined team %s as %s\n", cmdutil.TermText(t.Name), cmdutil.TermText(t.Role))
 			return a.finishSync(ctx, []*hubsync.Report{rep})
 		},
 	}
@@ -151,10 +152,10 @@ of shell history) and applies the team's lockfile like 'station team sync'.`,
 // syncApprover approves with --yes, asks on a terminal, and otherwise
 // leaves escalations pending (nil).
 func (a *app) syncApprover(yes bool) hubsync.Approver {
-	if !yes && !a.io.IsTerminal {
+	if !yes && !a.IO.IsTerminal {
 		return nil
 	}
-	return a.hubApprover(yes, askOrDecline, "apply")
+	return a.HubApprover(yes, cmdutil.AskOrDecline, "apply")
 }
 
 func (a *app) teamSyncCmd() *cobra.Command {
@@ -173,7 +174,7 @@ running. Modules installed here but absent from the lockfile are left alone.`,
 		Args:    cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -188,10 +189,10 @@ running. Modules installed here but absent from the lockfile are left alone.`,
 				}
 			}
 			if len(args) == 1 && len(names) == 0 {
-				return fmt.Errorf("team sync: this account is not a member of team %s (station team join CODE)", termText(args[0]))
+				return fmt.Errorf("team sync: this account is not a member of team %s (station team join CODE)", cmdutil.TermText(args[0]))
 			}
 			if len(names) == 0 {
-				fmt.Fprintln(a.io.Err, "this account belongs to no team (station team create NAME, station team join CODE)")
+				fmt.Fprintln(a.IO.Err, "this account belongs to no team (station team create NAME, station team join CODE)")
 				return nil
 			}
 			var reps []*hubsync.Report
@@ -215,33 +216,33 @@ running. Modules installed here but absent from the lockfile are left alone.`,
 func (a *app) finishSync(ctx context.Context, reps []*hubsync.Report) error {
 	var errs []error
 	pending := 0
-	home, _ := a.homeDir()
+	home, _ := a.HomeDir()
 	for _, rep := range reps {
 		if rep == nil {
 			continue
 		}
-		w := a.io.Out
-		fmt.Fprintf(w, "team %s: lockfile revision %d\n", termText(rep.Team), rep.Revision)
+		w := a.IO.Out
+		fmt.Fprintf(w, "team %s: lockfile revision %d\n", cmdutil.TermText(rep.Team), rep.Revision)
 		for _, r := range rep.Installed {
-			fmt.Fprintf(w, "  installed %s@%s\n", termText(r.ID), termText(r.Version))
-			a.reloadInDaemon(ctx, r.ID)
+			fmt.Fprintf(w, "  installed %s@%s\n", cmdutil.TermText(r.ID), cmdutil.TermText(r.Version))
+			a.ReloadInDaemon(ctx, r.ID)
 		}
 		for _, id := range rep.Unchanged {
-			fmt.Fprintf(w, "  up to date %s\n", termText(id))
+			fmt.Fprintf(w, "  up to date %s\n", cmdutil.TermText(id))
 		}
 		for _, p := range rep.Pending {
 			pending++
-			fmt.Fprintf(w, "  PENDING %s@%s needs your approval; it:\n", termText(p.Version.Module), termText(p.Version.Version))
+			fmt.Fprintf(w, "  PENDING %s@%s needs your approval; it:\n", cmdutil.TermText(p.Version.Module), cmdutil.TermText(p.Version.Version))
 			for _, d := range p.Differences() {
-				fmt.Fprintf(w, "    + %s\n", termText(d))
+				fmt.Fprintf(w, "    + %s\n", cmdutil.TermText(d))
 			}
 		}
 		for _, f := range rep.Failed {
-			fmt.Fprintf(w, "  FAILED %s\n", termText(f.Error()))
+			fmt.Fprintf(w, "  FAILED %s\n", cmdutil.TermText(f.Error()))
 			errs = append(errs, f)
 		}
 		if len(rep.Workflows) > 0 {
-			fmt.Fprintf(w, "  workflows: %s (in %s)\n", strings.Join(termList(rep.Workflows), ", "), termText(hubsync.WorkflowDir(home, rep.Team)))
+			fmt.Fprintf(w, "  workflows: %s (in %s)\n", strings.Join(cmdutil.TermList(rep.Workflows), ", "), cmdutil.TermText(hubsync.WorkflowDir(home, rep.Team)))
 		}
 	}
 	if pending > 0 {
@@ -262,7 +263,7 @@ version, which keeps running meanwhile.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			s, err := a.open(ctx)
+			s, err := a.Open(ctx)
 			if err != nil {
 				return err
 			}
@@ -302,39 +303,39 @@ version, which keeps running meanwhile.`,
 				if out == nil {
 					out = []teamJSON{}
 				}
-				return writeJSON(a.io.Out, out)
+				return cmdutil.WriteJSON(a.IO.Out, out)
 			}
 			if len(out) == 0 {
-				fmt.Fprintln(a.io.Err, "this station belongs to no team (station team create NAME, station team join CODE)")
+				fmt.Fprintln(a.IO.Err, "this station belongs to no team (station team create NAME, station team join CODE)")
 				return nil
 			}
-			w := a.io.Out
+			w := a.IO.Out
 			for _, t := range out {
 				rev := fmt.Sprintf("lockfile revision %d applied", t.Revision)
 				if t.Revision < 0 {
 					rev = "lockfile not applied yet (station team sync)"
 				}
-				fmt.Fprintf(w, "team %s (%s) on %s: %s", termText(t.Name), termText(t.Role), termText(t.HubURL), rev)
+				fmt.Fprintf(w, "team %s (%s) on %s: %s", cmdutil.TermText(t.Name), cmdutil.TermText(t.Role), cmdutil.TermText(t.HubURL), rev)
 				if !t.SyncedAt.IsZero() {
 					fmt.Fprintf(w, " at %s", t.SyncedAt.Local().Format(time.RFC3339))
 				}
 				fmt.Fprintln(w)
 				if t.LastError != "" {
-					fmt.Fprintf(w, "  not applied: %s\n", termText(t.LastError))
+					fmt.Fprintf(w, "  not applied: %s\n", cmdutil.TermText(t.LastError))
 				}
-				fmt.Fprintf(w, "  workflows in %s\n", termText(hubsync.WorkflowDir(s.Home, t.Name)))
+				fmt.Fprintf(w, "  workflows in %s\n", cmdutil.TermText(hubsync.WorkflowDir(s.Home, t.Name)))
 				for _, p := range t.Pending {
 					from := "not installed"
 					if p.FromVersion != "" {
-						from = termText(p.FromVersion) + " keeps running"
+						from = cmdutil.TermText(p.FromVersion) + " keeps running"
 					}
-					fmt.Fprintf(w, "  PENDING %s %s (revision %d; %s); compared with what you approved, it:\n", termText(p.Module), termText(p.Version), p.Revision, from)
+					fmt.Fprintf(w, "  PENDING %s %s (revision %d; %s); compared with what you approved, it:\n", cmdutil.TermText(p.Module), cmdutil.TermText(p.Version), p.Revision, from)
 					for _, e := range p.Escalations {
-						fmt.Fprintf(w, "    + %s\n", termText(e))
+						fmt.Fprintf(w, "    + %s\n", cmdutil.TermText(e))
 					}
 				}
 				if len(t.Pending) > 0 {
-					fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", termText(t.Name))
+					fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", cmdutil.TermText(t.Name))
 				}
 			}
 			return nil
@@ -358,7 +359,7 @@ as the hub relays it.`,
 		Example: "  station team push acme dave/stripe-invoicing\n  station team push acme --workflow month-end.yaml",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) < 1 {
-				return usageError{fmt.Errorf("%s needs the TEAM argument", cmd.CommandPath())}
+				return cmdutil.Usagef("%s needs the TEAM argument", cmd.CommandPath())
 			}
 			return nil
 		},
@@ -373,7 +374,7 @@ as the hub relays it.`,
 				wfs = append(wfs, hub.Workflow{Name: name, Digest: hub.Digest(b), Source: string(b)})
 			}
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -381,7 +382,7 @@ as the hub relays it.`,
 			if err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "pushed team %s lockfile revision %d: %s\n", termText(tl.Team), tl.Revision, lockedNames(tl.Lockfile))
+			fmt.Fprintf(a.IO.Out, "pushed team %s lockfile revision %d: %s\n", cmdutil.TermText(tl.Team), tl.Revision, lockedNames(tl.Lockfile))
 			return nil
 		},
 	}
@@ -393,17 +394,17 @@ func (a *app) teamLeaveCmd() *cobra.Command {
 	return &cobra.Command{
 		Use:   "leave TEAM",
 		Short: "Leave a team (its modules stay installed)",
-		Args:  exactArgs(1, "TEAM"),
+		Args:  cmdutil.ExactArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
 			if err := sess.Leave(ctx, args[0]); err != nil {
 				return hubError(err)
 			}
-			fmt.Fprintf(a.io.Out, "left team %s; its modules stay installed (station module remove ID)\n", args[0])
+			fmt.Fprintf(a.IO.Out, "left team %s; its modules stay installed (station module remove ID)\n", args[0])
 			return nil
 		},
 	}

@@ -115,7 +115,7 @@ func TestTeamSyncWhileAGatedModuleRuns(t *testing.T) {
 	})
 	wg.Go(func() {
 		for ctx.Err() == nil {
-			r := station(t, home, "", "--no-daemon", "run", "dave/stripe-invoicing", "summarize", "--input", `{"api_key":"gsk","text":"invoice text"}`)
+			r := station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "summarize", "--input", `{"api_key":"gsk","text":"invoice text"}`)
 			if r.code != 0 || !strings.Contains(r.out, "a summary") {
 				fail("in-process call: exit %d\n%s%s", r.code, r.out, r.err)
 				return
@@ -148,7 +148,7 @@ func TestTeamSyncWhileAGatedModuleRuns(t *testing.T) {
 	probe := h.URL + "/v1/modules/sneaky/probe"
 	for _, args := range [][]string{
 		{"run", "dave/stripe-invoicing", "fetch", "--input", `{"url":"` + probe + `"}`},
-		{"--no-daemon", "run", "dave/stripe-invoicing", "fetch", "--input", `{"url":"` + probe + `"}`},
+		{"run", "--no-daemon", "dave/stripe-invoicing", "fetch", "--input", `{"url":"` + probe + `"}`},
 	} {
 		r := tr.add(station(t, home, "", args...)).want(t, cli.ExitViolation)
 		want := fmt.Sprintf(`station: sandbox violation: module dave/stripe-invoicing: network: %q is not in its allowlist (api.stripe.com, api.groq.com)`, h.URL)

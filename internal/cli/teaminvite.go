@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 )
 
 // addInviteCommands adds what an owner does with a team's pending invites:
@@ -38,10 +39,10 @@ by 'station team invite'.
 An invite lasts only while the owner who made it is an owner of the team:
 when they are demoted, removed or leave, their invites are revoked.`,
 		Example: "  station team invites acme\n  station team invites acme --json",
-		Args:    exactArgs(1, "TEAM"),
+		Args:    cmdutil.ExactArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -51,14 +52,14 @@ when they are demoted, removed or leave, their invites are revoked.`,
 			}
 			invs = safeInvites(invs)
 			if asJSON {
-				return writeJSON(a.io.Out, invs)
+				return cmdutil.WriteJSON(a.IO.Out, invs)
 			}
 			if len(invs) == 0 {
-				fmt.Fprintf(a.io.Err, "team %s has no pending invites (make one with: station team invite %s)\n", args[0], args[0])
+				fmt.Fprintf(a.IO.Err, "team %s has no pending invites (make one with: station team invite %s)\n", args[0], args[0])
 				return nil
 			}
-			printInvites(a.io.Out, invs)
-			fmt.Fprintf(a.io.Err, "revoke one with: station team invite revoke %s ID\n", args[0])
+			printInvites(a.IO.Out, invs)
+			fmt.Fprintf(a.IO.Err, "revoke one with: station team invite revoke %s ID\n", args[0])
 			return nil
 		},
 	}
@@ -81,15 +82,15 @@ stay members.
 		Args: func(cmd *cobra.Command, args []string) error {
 			switch {
 			case all && len(args) != 1:
-				return usageError{fmt.Errorf("%s --all needs exactly the TEAM argument (got %d arguments)", cmd.CommandPath(), len(args))}
+				return cmdutil.Usagef("%s --all needs exactly the TEAM argument (got %d arguments)", cmd.CommandPath(), len(args))
 			case !all && len(args) != 2:
-				return usageError{fmt.Errorf("%s needs 2 arguments: TEAM ID (or TEAM --all; the ids are in station team invites TEAM), got %d", cmd.CommandPath(), len(args))}
+				return cmdutil.Usagef("%s needs 2 arguments: TEAM ID (or TEAM --all; the ids are in station team invites TEAM), got %d", cmd.CommandPath(), len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
-			sess, err := a.hubSession(ctx)
+			sess, err := a.HubSession(ctx)
 			if err != nil {
 				return err
 			}
@@ -107,14 +108,14 @@ stay members.
 			}
 			revoked = safeInvites(revoked)
 			if asJSON {
-				return writeJSON(a.io.Out, revoked)
+				return cmdutil.WriteJSON(a.IO.Out, revoked)
 			}
 			if len(revoked) == 0 {
-				fmt.Fprintf(a.io.Out, "team %s had no pending invites; nothing was revoked\n", team)
+				fmt.Fprintf(a.IO.Out, "team %s had no pending invites; nothing was revoked\n", team)
 				return nil
 			}
 			for _, inv := range revoked {
-				fmt.Fprintf(a.io.Out, "revoked invite %s of team %s: %s, for %s, made by %s; its code no longer works\n",
+				fmt.Fprintf(a.IO.Out, "revoked invite %s of team %s: %s, for %s, made by %s; its code no longer works\n",
 					inv.ID, inv.Team, inv.Role, inviteFor(inv), inv.CreatedBy)
 			}
 			return nil
@@ -131,8 +132,8 @@ stay members.
 func safeInvites(invs []hub.PendingInvite) []hub.PendingInvite {
 	out := make([]hub.PendingInvite, len(invs))
 	for i, inv := range invs {
-		inv.ID, inv.Team, inv.Role = termText(inv.ID), termText(inv.Team), termText(inv.Role)
-		inv.Account, inv.CreatedBy = termText(inv.Account), termText(inv.CreatedBy)
+		inv.ID, inv.Team, inv.Role = cmdutil.TermText(inv.ID), cmdutil.TermText(inv.Team), cmdutil.TermText(inv.Role)
+		inv.Account, inv.CreatedBy = cmdutil.TermText(inv.Account), cmdutil.TermText(inv.CreatedBy)
 		out[i] = inv
 	}
 	return out

@@ -13,10 +13,10 @@ import (
 	"strings"
 	"sync"
 	"text/tabwriter"
-	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/workflow"
@@ -48,7 +48,7 @@ type wfStation struct {
 
 // openWorkflows opens the station and builds its workflow engine.
 func (a *app) openWorkflows(ctx context.Context) (*wfStation, error) {
-	s, err := a.open(ctx)
+	s, err := a.Open(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +62,7 @@ func (a *app) newWfStation(ctx context.Context, s *station.Station) (*wfStation,
 	w := &wfStation{st: s, engine: &workflow.Engine{Run: s.Run, Store: s.Store}}
 	if w.llmErr = s.CheckLLM(); w.llmErr == nil && s.LLM != nil {
 		w.engine.LLM = s.LLM
-		if set, err := s.Config.LLMSettings(a.io.Getenv); err == nil {
+		if set, err := s.Config.LLMSettings(a.IO.Getenv); err == nil {
 			w.provider = set.BaseURL
 			if set.Model != "" {
 				w.provider += " (model " + set.Model + ")"
@@ -135,7 +135,7 @@ Exit codes: 0 ok, 1 error or failed step, 2 usage, 3 a step failed on a
 sandbox violation, 4 a step's module crashed or timed out.`,
 		Example: `  station workflow run examples/workflows/invoice.yaml --input customer=cus_42
   station workflow run nightly.yaml --inputs @inputs.json --json`,
-		Args: exactArgs(1, "FILE"),
+		Args: cmdutil.ExactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			wf, err := loadWorkflow(args[0])
@@ -147,7 +147,7 @@ sandbox violation, 4 a step's module crashed or timed out.`,
 				return err
 			}
 			p := a.progress(asJSON, len(wf.Steps))
-			if c := a.daemon(ctx); c != nil {
+			if c := a.Daemon(ctx); c != nil {
 				res, err := a.runInDaemon(ctx, c, args[0], given, 0, p)
 				return p.finish(res, err, compact)
 			}
@@ -174,26 +174,26 @@ sandbox violation, 4 a step's module crashed or timed out.`,
 func (a *app) workflowInputs(wf *workflow.Workflow, pairs []string, all string) (map[string]any, error) {
 	given := map[string]any{}
 	if all != "" {
-		raw, err := a.readInput(all)
+		raw, err := cmdutil.ReadInput(a.IO.In, all)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("--inputs: %w", err)}
+			return nil, cmdutil.Usagef("--inputs: %w", err)
 		}
 		var v any
 		dec := json.NewDecoder(bytes.NewReader(raw))
 		dec.UseNumber()
 		if err := dec.Decode(&v); err != nil {
-			return nil, usageError{fmt.Errorf("--inputs: %w", err)}
+			return nil, cmdutil.Usagef("--inputs: %w", err)
 		}
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, usageError{errors.New("--inputs must be a JSON object of input names to values")}
+			return nil, cmdutil.UsageError{Err: errors.New("--inputs must be a JSON object of input names to values")}
 		}
 		given = m
 	}
 	for _, p := range pairs {
 		name, value, ok := strings.Cut(p, "=")
 		if !ok {
-			return nil, usageError{fmt.Errorf("--input %q: write NAME=VALUE", p)}
+			return nil, cmdutil.Usagef("--input %q: write NAME=VALUE", p)
 		}
 		in := wf.Input(name)
 		if in == nil {
@@ -202,7 +202,7 @@ func (a *app) workflowInputs(wf *workflow.Workflow, pairs []string, all string) 
 		}
 		v, err := in.ParseValue(value)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, cmdutil.UsageError{Err: err}
 		}
 		given[name] = v
 	}
@@ -227,13 +227,13 @@ func (p *progress) event(ev workflow.Event) {
 	defer p.mu.Unlock()
 	if p.asJSON {
 		b, _ := json.Marshal(ev)
-		p.a.io.Out.Write(append(jsonText(b), '\n'))
+		p.a.IO.Out.Write(append(cmdutil.JSONText(b), '\n'))
 		return
 	}
 	// The workflow's and the steps' names come from the workflow file, the
 	// errors from modules and the engine.
-	w := p.a.io.Err
-	step, wf := termText(ev.Step), termText(ev.Workflow)
+	w := p.a.IO.Err
+	step, wf := cmdutil.TermText(ev.Step), cmdutil.TermText(ev.Workflow)
 	switch ev.Kind {
 	case workflow.EventRunStarted:
 		fmt.Fprintf(w, "run %d: workflow %s (%d steps)\n", ev.RunID, wf, p.steps)
@@ -246,21 +246,21 @@ func (p *progress) event(ev workflow.Event) {
 		if ev.Attempt > 1 {
 			attempt = fmt.Sprintf(", attempt %d", ev.Attempt)
 		}
-		fmt.Fprintf(w, "  started   %s (%s%s)\n", step, termText(ev.Uses), attempt)
+		fmt.Fprintf(w, "  started   %s (%s%s)\n", step, cmdutil.TermText(ev.Uses), attempt)
 	case workflow.EventStepSucceeded:
-		fmt.Fprintf(w, "  ok        %s in %s\n", step, round(ev.Duration))
+		fmt.Fprintf(w, "  ok        %s in %s\n", step, cmdutil.Round(ev.Duration))
 	case workflow.EventStepRetrying:
-		fmt.Fprintf(w, "  retrying  %s: attempt %d failed after %s: %s; next attempt in %s\n", step, ev.Attempt, round(ev.Duration), termText(ev.Error), ev.Delay)
+		fmt.Fprintf(w, "  retrying  %s: attempt %d failed after %s: %s; next attempt in %s\n", step, ev.Attempt, cmdutil.Round(ev.Duration), cmdutil.TermText(ev.Error), ev.Delay)
 	case workflow.EventStepFailed:
 		more := ""
 		if ev.Continued {
 			more = " (continue_on_error: the run goes on)"
 		}
-		fmt.Fprintf(w, "  FAILED    %s after %s: %s%s\n", step, round(ev.Duration), termText(ev.Error), more)
+		fmt.Fprintf(w, "  FAILED    %s after %s: %s%s\n", step, cmdutil.Round(ev.Duration), cmdutil.TermText(ev.Error), more)
 	case workflow.EventStepSkipped:
 		fmt.Fprintf(w, "  skipped   %s (its if is false)\n", step)
 	case workflow.EventRunFinished:
-		fmt.Fprintf(w, "run %d %s in %s\n", ev.RunID, termText(string(ev.Status)), round(ev.Duration))
+		fmt.Fprintf(w, "run %d %s in %s\n", ev.RunID, cmdutil.TermText(string(ev.Status)), cmdutil.Round(ev.Duration))
 	}
 }
 
@@ -270,18 +270,8 @@ func (p *progress) finish(res *workflow.Result, err error, compact bool) error {
 	if err != nil || res == nil || p.asJSON {
 		return err
 	}
-	printResult(p.a.io.Out, []byte(res.Output), compact)
+	cmdutil.PrintResult(p.a.IO.Out, []byte(res.Output), compact)
 	return nil
-}
-
-func round(d time.Duration) time.Duration {
-	switch {
-	case d < time.Millisecond:
-		return d.Round(time.Microsecond)
-	case d < time.Second:
-		return d.Round(time.Millisecond)
-	}
-	return d.Round(10 * time.Millisecond)
 }
 
 func (a *app) workflowCheckCmd() *cobra.Command {
@@ -297,7 +287,7 @@ It fails if a module is not installed, lacks a command, or is not runnable as
 approved (its manifest asks for more than was approved, or its file changed),
 or if llm steps have no provider.`,
 		Example: "  station workflow check examples/workflows/invoice.yaml",
-		Args:    exactArgs(1, "FILE"),
+		Args:    cmdutil.ExactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			wf, err := loadWorkflow(args[0])
@@ -313,7 +303,7 @@ or if llm steps have no provider.`,
 				return cerr
 			}
 			if asJSON {
-				if err := writeJSON(a.io.Out, rep); err != nil {
+				if err := cmdutil.WriteJSON(a.IO.Out, rep); err != nil {
 					return err
 				}
 				if cerr != nil {
@@ -321,11 +311,11 @@ or if llm steps have no provider.`,
 				}
 				return nil
 			}
-			printReport(a.io.Out, rep)
+			printReport(a.IO.Out, rep)
 			if cerr != nil {
 				return cerr
 			}
-			fmt.Fprintln(a.io.Out, "ok: the workflow can run")
+			fmt.Fprintln(a.IO.Out, "ok: the workflow can run")
 			return nil
 		},
 	}
@@ -337,8 +327,8 @@ or if llm steps have no provider.`,
 // file, versions, commands and permissions from the modules' manifests, all
 // through termText.
 func printReport(w io.Writer, r *workflow.Report) {
-	list := func(ss []string) string { return strings.Join(termList(ss), ", ") }
-	fmt.Fprintf(w, "workflow %s (%s)\n", termText(r.Workflow), termText(r.File))
+	list := func(ss []string) string { return strings.Join(cmdutil.TermList(ss), ", ") }
+	fmt.Fprintf(w, "workflow %s (%s)\n", cmdutil.TermText(r.Workflow), cmdutil.TermText(r.File))
 	fmt.Fprintln(w, "steps:")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, s := range r.Steps {
@@ -346,7 +336,7 @@ func printReport(w io.Writer, r *workflow.Report) {
 		if len(s.Needs) > 0 {
 			needs = list(s.Needs)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\tafter: %s\n", termText(s.ID), termText(s.Uses), needs)
+		fmt.Fprintf(tw, "  %s\t%s\tafter: %s\n", cmdutil.TermText(s.ID), cmdutil.TermText(s.Uses), needs)
 	}
 	tw.Flush()
 	if len(r.Modules) > 0 {
@@ -354,14 +344,14 @@ func printReport(w io.Writer, r *workflow.Report) {
 	}
 	for _, m := range r.Modules {
 		if !m.Installed {
-			fmt.Fprintf(w, "  %s — NOT INSTALLED (steps %s)\n", termText(m.ID), list(m.Steps))
+			fmt.Fprintf(w, "  %s — NOT INSTALLED (steps %s)\n", cmdutil.TermText(m.ID), list(m.Steps))
 			continue
 		}
-		fmt.Fprintf(w, "  %s %s — commands %s (steps %s)\n", termText(m.ID), termText(m.Version), list(m.Commands), list(m.Steps))
-		printPermissions(w, "    - ", "        ", m.Permissions)
+		fmt.Fprintf(w, "  %s %s — commands %s (steps %s)\n", cmdutil.TermText(m.ID), cmdutil.TermText(m.Version), list(m.Commands), list(m.Steps))
+		cmdutil.PrintPermissions(w, "    - ", "        ", m.Permissions)
 	}
 	if r.LLM != nil {
-		p := termText(r.LLM.Provider)
+		p := cmdutil.TermText(r.LLM.Provider)
 		if p == "" {
 			p = "NONE CONFIGURED"
 		}
@@ -380,7 +370,7 @@ func (a *app) workflowResumeCmd() *cobra.Command {
 outputs and are not run again. The workflow file must be the one the run
 started with: a changed file is refused (start a new run instead).`,
 		Example: "  station workflow resume 12",
-		Args:    exactArgs(1, "RUN"),
+		Args:    cmdutil.ExactArgs(1, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id, err := runID(args[0])
@@ -403,7 +393,7 @@ started with: a changed file is refused (start a new run instead).`,
 				return err
 			}
 			p := a.progress(asJSON, len(wf.Steps))
-			if c := a.daemon(ctx); c != nil {
+			if c := a.Daemon(ctx); c != nil {
 				res, err := a.runInDaemon(ctx, c, file, nil, id, p)
 				return p.finish(res, err, compact)
 			}
@@ -424,7 +414,7 @@ started with: a changed file is refused (start a new run instead).`,
 func runID(s string) (int64, error) {
 	id, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || id <= 0 {
-		return 0, usageError{fmt.Errorf("%q is not a run id (station workflow runs lists them)", s)}
+		return 0, cmdutil.Usagef("%q is not a run id (station workflow runs lists them)", s)
 	}
 	return id, nil
 }
@@ -435,7 +425,7 @@ func (a *app) workflowRunsCmd() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "runs",
 		Short: "List workflow runs, newest first",
-		Args:  exactArgs(0),
+		Args:  cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			w, err := a.openWorkflows(ctx)
@@ -450,20 +440,20 @@ func (a *app) workflowRunsCmd() *cobra.Command {
 				if runs == nil {
 					runs = []store.WorkflowRun{}
 				}
-				return writeJSON(a.io.Out, runs)
+				return cmdutil.WriteJSON(a.IO.Out, runs)
 			}
 			if len(runs) == 0 {
-				fmt.Fprintln(a.io.Err, "no workflow runs recorded")
+				fmt.Fprintln(a.IO.Err, "no workflow runs recorded")
 				return nil
 			}
-			tw := tabwriter.NewWriter(a.io.Out, 0, 4, 2, ' ', 0)
+			tw := tabwriter.NewWriter(a.IO.Out, 0, 4, 2, ' ', 0)
 			fmt.Fprintln(tw, "RUN\tWORKFLOW\tSTATUS\tSTARTED\tTOOK\tFILE")
 			for _, r := range runs {
 				took := "-"
 				if !r.FinishedAt.IsZero() {
-					took = round(r.FinishedAt.Sub(r.StartedAt)).String()
+					took = cmdutil.Round(r.FinishedAt.Sub(r.StartedAt)).String()
 				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, termText(r.Workflow), termText(string(r.Status)), r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, termText(r.File))
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\n", r.ID, cmdutil.TermText(r.Workflow), cmdutil.TermText(string(r.Status)), r.StartedAt.Local().Format("2006-01-02 15:04:05"), took, cmdutil.TermText(r.File))
 			}
 			return tw.Flush()
 		},
@@ -488,8 +478,8 @@ func (a *app) workflowShowCmd() *cobra.Command {
 		Long: `Show prints a run: its steps, their inputs, outputs, errors, timings and the
 sandbox decisions of each attempt. What modules and the workflow file supplied
 is shown escaped (control characters as \xNN), and a document longer than
-` + strconv.Itoa(maxTermText) + ` bytes is cut; --json prints everything as it was recorded.`,
-		Args: exactArgs(1, "RUN"),
+` + strconv.Itoa(cmdutil.MaxTermText) + ` bytes is cut; --json prints everything as it was recorded.`,
+		Args: cmdutil.ExactArgs(1, "RUN"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ctx := cmd.Context()
 			id, err := runID(args[0])
@@ -505,9 +495,9 @@ is shown escaped (control characters as \xNN), and a document longer than
 				return err
 			}
 			if asJSON {
-				return writeJSON(a.io.Out, shown)
+				return cmdutil.WriteJSON(a.IO.Out, shown)
 			}
-			printRun(a.io.Out, *shown)
+			printRun(a.IO.Out, *shown)
 			return nil
 		},
 	}
@@ -520,46 +510,46 @@ is shown escaped (control characters as \xNN), and a document longer than
 // audit records from the gates — all through termText (the JSON documents
 // on one line each).
 func printRun(w io.Writer, r shownRun) {
-	fmt.Fprintf(w, "run %d: workflow %s — %s\n", r.ID, termText(r.Workflow), termText(string(r.Status)))
-	fmt.Fprintf(w, "  file     %s (%s)\n", termText(r.File), termText(r.Digest))
+	fmt.Fprintf(w, "run %d: workflow %s — %s\n", r.ID, cmdutil.TermText(r.Workflow), cmdutil.TermText(string(r.Status)))
+	fmt.Fprintf(w, "  file     %s (%s)\n", cmdutil.TermText(r.File), cmdutil.TermText(r.Digest))
 	fmt.Fprintf(w, "  started  %s", r.StartedAt.Local().Format("2006-01-02 15:04:05.000"))
 	if !r.FinishedAt.IsZero() {
-		fmt.Fprintf(w, ", took %s", round(r.FinishedAt.Sub(r.StartedAt)))
+		fmt.Fprintf(w, ", took %s", cmdutil.Round(r.FinishedAt.Sub(r.StartedAt)))
 	}
 	if r.Resumes > 0 {
 		fmt.Fprintf(w, ", resumed %d time(s)", r.Resumes)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintf(w, "  inputs   %s\n", termText(string(r.Inputs)))
+	fmt.Fprintf(w, "  inputs   %s\n", cmdutil.TermText(string(r.Inputs)))
 	if len(r.Output) > 0 {
-		fmt.Fprintf(w, "  output   %s\n", termText(string(r.Output)))
+		fmt.Fprintf(w, "  output   %s\n", cmdutil.TermText(string(r.Output)))
 	}
 	if r.Error != "" {
-		fmt.Fprintf(w, "  error    %s\n", termText(r.Error))
+		fmt.Fprintf(w, "  error    %s\n", cmdutil.TermText(r.Error))
 	}
 	for _, st := range r.Steps {
-		status := termText(string(st.Status))
+		status := cmdutil.TermText(string(st.Status))
 		if st.Continued {
 			status += " (continued)"
 		}
 		took := ""
 		if !st.FinishedAt.IsZero() && !st.StartedAt.IsZero() {
-			took = ", " + round(st.FinishedAt.Sub(st.StartedAt)).String()
+			took = ", " + cmdutil.Round(st.FinishedAt.Sub(st.StartedAt)).String()
 		}
-		fmt.Fprintf(w, "step %s (%s): %s%s\n", termText(st.Step), termText(st.Uses), status, took)
+		fmt.Fprintf(w, "step %s (%s): %s%s\n", cmdutil.TermText(st.Step), cmdutil.TermText(st.Uses), status, took)
 		if len(st.Input) > 0 {
-			fmt.Fprintf(w, "  input    %s\n", termText(string(st.Input)))
+			fmt.Fprintf(w, "  input    %s\n", cmdutil.TermText(string(st.Input)))
 		}
 		if len(st.Output) > 0 {
-			fmt.Fprintf(w, "  output   %s\n", termText(string(st.Output)))
+			fmt.Fprintf(w, "  output   %s\n", cmdutil.TermText(string(st.Output)))
 		}
 		for _, at := range st.AttemptLog {
-			line := fmt.Sprintf("  attempt %d: %s", at.Attempt, termText(string(at.Status)))
+			line := fmt.Sprintf("  attempt %d: %s", at.Attempt, cmdutil.TermText(string(at.Status)))
 			if !at.FinishedAt.IsZero() {
-				line += " after " + round(at.FinishedAt.Sub(at.StartedAt)).String()
+				line += " after " + cmdutil.Round(at.FinishedAt.Sub(at.StartedAt)).String()
 			}
 			if at.Error != "" {
-				line += ": " + termText(at.Error)
+				line += ": " + cmdutil.TermText(at.Error)
 			}
 			fmt.Fprintln(w, line)
 			recs := r.Audit[at.Trace]
@@ -572,7 +562,7 @@ func printRun(w io.Writer, r shownRun) {
 				if rec.Folded > 0 {
 					d += fmt.Sprintf(" (folded %d)", rec.Folded)
 				}
-				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, termText(rec.Module), termText(string(rec.Capability)), termText(rec.Target), termText(rec.Reason))
+				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, cmdutil.TermText(rec.Module), cmdutil.TermText(string(rec.Capability)), cmdutil.TermText(rec.Target), cmdutil.TermText(rec.Reason))
 			}
 		}
 	}

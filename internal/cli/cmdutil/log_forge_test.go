@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"bytes"
@@ -25,7 +25,7 @@ import (
 // always print the module attribute of guest lines.
 func TestGuestLogCannotForgeStationLines(t *testing.T) {
 	var buf bytes.Buffer
-	h, err := host.New(host.Options{Logger: slog.New(newLineHandler(&buf, slog.LevelDebug))})
+	h, err := host.New(host.Options{Logger: slog.New(NewLineHandler(&buf, slog.LevelDebug))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package cli
+package cmdutil
 
 import (
 	"bytes"
@@ -26,7 +26,7 @@ func TestHubPlanEscapesTheHubsText(t *testing.T) {
 		Version: hub.Version{Module: "dave/x", Version: "1.1.0", Yanked: true, YankReason: "broken\x1b[3A\x1b[J\r\n  It asks for nothing new."},
 	}
 	var buf bytes.Buffer
-	printHubPlan(&buf, p)
+	PrintHubPlan(&buf, p)
 	if out := buf.String(); strings.ContainsAny(out, "\x1b\r") || strings.Contains(out, "\n  It asks for nothing new.") {
 		t.Errorf("the hub's text reached the terminal as it is:\n%q", out)
 	}

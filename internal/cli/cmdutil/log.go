@@ -1,8 +1,7 @@
-package cli
+package cmdutil
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -23,7 +22,9 @@ type lineHandler struct {
 	attrs []slog.Attr
 }
 
-func newLineHandler(w io.Writer, level slog.Level) *lineHandler {
+// NewLineHandler returns a handler that writes records at level and above
+// to w as lines a person reads.
+func NewLineHandler(w io.Writer, level slog.Level) *lineHandler {
 	return &lineHandler{mu: &sync.Mutex{}, w: w, level: level}
 }
 
@@ -38,9 +39,9 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 			attrs[a.Key] = a.Value.String()
 		}
 		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
-		// The host escaped the text already; termText again, as for
+		// The host escaped the text already; TermText again, as for
 		// everything a module supplies, is what this line relies on.
-		fmt.Fprintf(&b, "[%s %s] %s\n", termText(attrs["module"]), termText(attrs["command"]), termText(attrs["text"]))
+		fmt.Fprintf(&b, "[%s %s] %s\n", TermText(attrs["module"]), TermText(attrs["command"]), TermText(attrs["text"]))
 		h.mu.Lock()
 		defer h.mu.Unlock()
 		_, err := io.WriteString(h.w, b.String())
@@ -50,7 +51,7 @@ func (h *lineHandler) Handle(_ context.Context, r slog.Record) error {
 	if r.Level >= slog.LevelWarn {
 		b.WriteString(strings.ToLower(r.Level.String()) + ": ")
 	}
-	b.WriteString(termText(r.Message)) // it may quote a hub's or a relay's words
+	b.WriteString(TermText(r.Message)) // it may quote a hub's or a relay's words
 	write := func(a slog.Attr) bool {
 		if a.Key == "module" && strings.HasPrefix(r.Message, "module "+a.Value.String()+":") {
 			return true // the station's own line already names it
@@ -96,30 +97,4 @@ func openLog(home string) *os.File {
 		return nil
 	}
 	return f
-}
-
-// teeHandler sends each record to two handlers.
-type teeHandler struct{ a, b slog.Handler }
-
-func (t teeHandler) Enabled(ctx context.Context, l slog.Level) bool {
-	return t.a.Enabled(ctx, l) || t.b.Enabled(ctx, l)
-}
-
-func (t teeHandler) Handle(ctx context.Context, r slog.Record) error {
-	var err error
-	if t.a.Enabled(ctx, r.Level) {
-		err = t.a.Handle(ctx, r.Clone())
-	}
-	if t.b.Enabled(ctx, r.Level) {
-		err = errors.Join(err, t.b.Handle(ctx, r))
-	}
-	return err
-}
-
-func (t teeHandler) WithAttrs(as []slog.Attr) slog.Handler {
-	return teeHandler{t.a.WithAttrs(as), t.b.WithAttrs(as)}
-}
-
-func (t teeHandler) WithGroup(name string) slog.Handler {
-	return teeHandler{t.a.WithGroup(name), t.b.WithGroup(name)}
 }

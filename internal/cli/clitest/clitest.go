@@ -1,0 +1,65 @@
+// Package clitest holds what the tests of the station's commands share: the
+// hostile text a hub or a module may supply and the check that it reaches
+// the terminal escaped, a compilation cache shared by every test of a
+// binary, and a runner that executes a command line in buffers.
+package clitest
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// Hostile is what a hostile hub or module puts in every string it
+// supplies: erase the line, return to its start, set the window title
+// (OSC 0 ... BEL), backspace, a right-to-left override, CSI as a C1
+// control, DEL, a byte that is not UTF-8, and a newline and a tab before a
+// line that pretends to be the station's.
+const Hostile = "\x1b[2K\r\x1b]0;pwned\x07\b\u202e\u009b2J\x7f\xff\n\tstation: logged in as root"
+
+// RawControl returns the first character of s a terminal would act on, or
+// "": a control character other than the newline, DEL, a C1 control, a line
+// separator, a bidi control, or a byte that is not UTF-8.
+func RawControl(s string) string {
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		switch {
+		case r == utf8.RuneError && size <= 1:
+			return fmt.Sprintf("byte %#x at %d", s[i], i)
+		case r < 0x20 && r != '\n', r == 0x7f, r >= 0x80 && r < 0xa0,
+			r == 0x2028, r == 0x2029, r == 0x200e, r == 0x200f, r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+			return fmt.Sprintf("%U at %d", r, i)
+		}
+		i += size
+	}
+	return ""
+}
+
+// Forged reports whether a line of out starts with the hostile text's
+// pretend station line: a newline the text carried started a line of its
+// own at the left margin.
+func Forged(out string) bool {
+	for _, l := range strings.Split(out, "\n") {
+		if strings.HasPrefix(l, "station: logged in") {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckPrinted fails t unless out shows the hostile text escaped: nothing
+// in it a terminal acts on, no line of it standing on its own, and the text
+// itself still visible.
+func CheckPrinted(t testing.TB, what, out string) {
+	t.Helper()
+	if c := RawControl(out); c != "" {
+		t.Errorf("%s: %s reaches the terminal:\n%q", what, c, out)
+	}
+	if Forged(out) {
+		t.Errorf("%s: a line of the hostile text stands on its own:\n%s", what, out)
+	}
+	if !strings.Contains(out, "pwned") {
+		t.Errorf("%s: the hostile text is not shown at all (want it escaped):\n%q", what, out)
+	}
+}

@@ -1,0 +1,74 @@
+package cmdutil
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/station"
+)
+
+// Exit codes. They are part of the CLI's contract with scripts.
+const (
+	ExitOK        = 0
+	ExitError     = 1 // anything else: bad input, a command that returned an error, ...
+	ExitUsage     = 2 // wrong flags or arguments
+	ExitViolation = 3 // a sandbox gate denied an operation and the command failed
+	ExitCrash     = 4 // the module trapped, crashed or ran out of time
+	ExitDeclined  = 5 // the operator declined an approval
+)
+
+// ErrSilent marks an error already reported to the user.
+var ErrSilent = errors.New("reported")
+
+// ErrDeclined is the answer no to a confirmation.
+var ErrDeclined = fmt.Errorf("declined: %w", station.ErrNotApproved)
+
+// UsageError is a mistake in how the command was called: exit code 2, and
+// a pointer to the command's own help.
+type UsageError struct{ Err error }
+
+func (e UsageError) Error() string { return e.Err.Error() }
+func (e UsageError) Unwrap() error { return e.Err }
+
+// Usagef returns a UsageError with a formatted message.
+func Usagef(format string, args ...any) error {
+	return UsageError{fmt.Errorf(format, args...)}
+}
+
+// ExitCode maps an error to the process exit code. It is the only place
+// that does.
+func ExitCode(err error) int {
+	var v *sandbox.Violation
+	var ce *host.CallError
+	var ue UsageError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ue):
+		return ExitUsage
+	case errors.As(err, &v):
+		return ExitViolation
+	case errors.As(err, &ce) && (ce.Kind == host.KindCrash || ce.Kind == host.KindTimeout || ce.Kind == host.KindFault):
+		return ExitCrash
+	case errors.Is(err, station.ErrNotApproved):
+		return ExitDeclined
+	}
+	return ExitError
+}
+
+// Hint returns what a person should do about err, or "": it is the one
+// place the CLI adds advice to an error, beside the exit-code mapping.
+func Hint(err error) string {
+	switch hub.CodeOf(err) {
+	case hub.CodeUnauthenticated:
+		return "log in again: station hub login --url URL"
+	case hub.CodeNotTeamOwner:
+		return "ask an owner of the team to push, or to make you an owner"
+	case hub.CodeTeamNotFound:
+		return "station team status lists the teams this station is in"
+	}
+	return ""
+}
