@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/cli/run"
 )
 
 // Exit codes, as cmdutil defines them: part of the CLI's contract with
@@ -119,7 +120,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{a.moduleCmd(), a.runCmd(), a.auditCmd(), a.demoCmd(), a.serveCmd(), a.workflowCmd(), a.teamCmd(), a.llmCmd()} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), a.moduleCmd(), a.auditCmd(), a.demoCmd(), a.serveCmd(), a.workflowCmd(), a.teamCmd(), a.llmCmd()} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}

@@ -5,10 +5,15 @@
 package clitest
 
 import (
+	"bytes"
 	"fmt"
+	"io"
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/spf13/cobra"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 )
 
 // Hostile is what a hostile hub or module puts in every string it
@@ -62,4 +67,22 @@ func CheckPrinted(t testing.TB, what, out string) {
 	if !strings.Contains(out, "pwned") {
 		t.Errorf("%s: the hostile text is not shown at all (want it escaped):\n%q", what, out)
 	}
+}
+
+// Factory returns a Factory with empty streams and an empty environment,
+// for tests that parse flags.
+func Factory() *cmdutil.Factory {
+	return cmdutil.New(cmdutil.IOStreams{Out: &bytes.Buffer{}, Err: &bytes.Buffer{}})
+}
+
+// Parse executes c with args as the CLI would (flag errors are usage
+// errors), with its output discarded, and returns its error: with a run
+// hook in place of the command's work, it checks flag and argument parsing.
+func Parse(c *cobra.Command, args ...string) error {
+	c.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
+	c.SetArgs(args)
+	c.SetOut(io.Discard)
+	c.SetErr(io.Discard)
+	c.SilenceErrors, c.SilenceUsage = true, true
+	return c.Execute()
 }

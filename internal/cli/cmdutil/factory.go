@@ -250,3 +250,28 @@ func (f *Factory) Adopt(s *station.Station) {
 	f.stations = append(f.stations, s)
 	f.mu.Unlock()
 }
+
+// A Caller runs module commands: the daemon when one serves this home, or
+// the station in this process.
+type Caller interface {
+	Run(ctx context.Context, module, command string, input []byte) ([]byte, error)
+}
+
+type daemonCaller struct{ c *daemon.Client }
+
+func (d daemonCaller) Run(ctx context.Context, module, command string, input []byte) ([]byte, error) {
+	return d.c.Run(ctx, module, command, input, "")
+}
+
+// Caller returns the daemon serving this station home, or else the
+// station opened in this process.
+func (f *Factory) Caller(ctx context.Context) (Caller, error) {
+	if c := f.Daemon(ctx); c != nil {
+		return daemonCaller{c}, nil
+	}
+	s, err := f.Open(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}

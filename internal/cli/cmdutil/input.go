@@ -62,3 +62,18 @@ func IsDir(p string) bool {
 	fi, err := os.Stat(p)
 	return err == nil && fi.IsDir()
 }
+
+// ModuleDocument is a JSON document a module returned, put into a
+// command's --json output as it is: valid JSON goes in as a value, anything
+// else as a string (the station checks results are JSON, so that is a
+// defect of the module, shown rather than hidden).
+type ModuleDocument []byte
+
+// MarshalJSON implements json.Marshaler.
+func (d ModuleDocument) MarshalJSON() ([]byte, error) {
+	b := bytes.TrimSpace(d)
+	if json.Valid(b) {
+		return b, nil
+	}
+	return json.Marshal(string(d))
+}

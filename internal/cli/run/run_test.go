@@ -1,0 +1,104 @@
+package run
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/station-dev/station/internal/cli/clitest"
+	"github.com/station-dev/station/internal/cli/cmdutil"
+)
+
+func TestFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want Options
+		code int
+	}{
+		{args: []string{"a/b", "greet"}, want: Options{Module: "a/b", Command: "greet"}},
+		{args: []string{"a/b", "greet", "-i", `{"x":1}`, "--compact"}, want: Options{Module: "a/b", Command: "greet", Input: `{"x":1}`, Compact: true}},
+		{args: []string{"a/b", "greet", "--json"}, want: Options{Module: "a/b", Command: "greet", JSON: true}},
+		{args: []string{"a/b"}, code: cmdutil.ExitUsage},
+		{args: []string{"a/b", "greet", "--frob"}, code: cmdutil.ExitUsage},
+	} {
+		var got *Options
+		err := clitest.Parse(NewCmd(clitest.Factory(), func(o *Options) error { got = o; return nil }), tc.args...)
+		if code := cmdutil.ExitCode(err); code != tc.code {
+			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
+			continue
+		}
+		if tc.code != 0 {
+			continue
+		}
+		got.IO, got.Caller = nil, nil
+		if !reflect.DeepEqual(*got, tc.want) {
+			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
+		}
+	}
+}
+
+type fakeCaller struct {
+	module, command string
+	input           []byte
+	out             []byte
+	err             error
+}
+
+func (f *fakeCaller) Run(_ context.Context, module, command string, input []byte) ([]byte, error) {
+	f.module, f.command, f.input = module, command, input
+	return f.out, f.err
+}
+
+func run(t *testing.T, stdin string, c *fakeCaller, opts Options) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	opts.IO = &cmdutil.IOStreams{In: strings.NewReader(stdin), Out: &out, Err: &bytes.Buffer{}}
+	opts.Caller = func(context.Context) (cmdutil.Caller, error) { return c, nil }
+	err := Run(context.Background(), &opts)
+	return out.String(), err
+}
+
+func TestRun(t *testing.T) {
+	c := &fakeCaller{out: []byte(`{"greeting":"Hello, Ada"}`)}
+	out, err := run(t, `{"name":"Ada"}`, c, Options{Module: "a/b", Command: "greet", Input: "-"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.module != "a/b" || c.command != "greet" || string(c.input) != `{"name":"Ada"}` {
+		t.Errorf("called %s %s with %s", c.module, c.command, c.input)
+	}
+	if out != "{\n  \"greeting\": \"Hello, Ada\"\n}\n" {
+		t.Errorf("printed %q", out)
+	}
+
+	out, err = run(t, "", c, Options{Module: "a/b", Command: "greet", JSON: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		Module, Command string
+		Result          map[string]string
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Module != "a/b" || res.Result["greeting"] != "Hello, Ada" {
+		t.Errorf("--json printed %s (%v)", out, err)
+	}
+	if string(c.input) != "{}" {
+		t.Errorf("no --input sent %s, want {}", c.input)
+	}
+
+	// Not JSON: a usage error before the module is called.
+	c = &fakeCaller{}
+	if _, err := run(t, "", c, Options{Module: "a/b", Command: "greet", Input: "{nope"}); cmdutil.ExitCode(err) != cmdutil.ExitUsage || c.module != "" {
+		t.Errorf("bad input: %v (called %q)", err, c.module)
+	}
+
+	// The module's error is the command's.
+	want := errors.New("boom")
+	if _, err := run(t, "", &fakeCaller{err: want}, Options{Module: "a/b", Command: "greet"}); !errors.Is(err, want) {
+		t.Errorf("error %v, want %v", err, want)
+	}
+}
