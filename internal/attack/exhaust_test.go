@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/internal/audit"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/store"
@@ -37,17 +38,10 @@ func (w *world) descriptors(t *testing.T) int {
 	return openFDs(t)
 }
 
-// settled waits until f reports true (descriptors closed, goroutines ended
-// by a closing instance) or a few seconds passed, and returns f's last
-// answer.
-func settled(f func() bool) bool {
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		if f() {
-			return true
-		}
-	}
-	return f()
-}
+// settle is how long mustHold waits for descriptors to close and
+// goroutines to end after an attack (a closing instance ends them
+// asynchronously).
+const settle = 5 * time.Second
 
 // mustHold checks, after an attack, what the issue "No module can exhaust,
 // blind or silently short-change the station" says must hold in the same
@@ -67,7 +61,7 @@ func mustHold(t *testing.T, w *world, fds, goroutines int, n *int) {
 	} else if err := w.st.Remove(context.Background(), id); err != nil {
 		t.Errorf("remove %s: %v", id, err)
 	}
-	if !settled(func() bool { return w.descriptors(t) <= fds }) {
+	if !fixture.Poll(settle, func() bool { return w.descriptors(t) <= fds }) {
 		var open []string
 		names, _ := os.ReadDir("/proc/self/fd")
 		for _, n := range names {
@@ -76,7 +70,7 @@ func mustHold(t *testing.T, w *world, fds, goroutines int, n *int) {
 		}
 		t.Errorf("the station holds %d descriptors, %d before the attack: %s", w.descriptors(t), fds, strings.Join(open, " "))
 	}
-	if !settled(func() bool { return runtime.NumGoroutine() <= goroutines }) {
+	if !fixture.Poll(settle, func() bool { return runtime.NumGoroutine() <= goroutines }) {
 		buf := make([]byte, 1<<20)
 		t.Errorf("the station runs %d goroutines, %d before the attack:\n%s", runtime.NumGoroutine(), goroutines, buf[:runtime.Stack(buf, true)])
 	}

@@ -46,23 +46,6 @@ func testCache() wazero.CompilationCache {
 	return sharedCache
 }
 
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // world is one station home wired to loopback fixtures through the
 // operator's config.yaml (resolve overrides only: no real DNS is used for
 // any name a case lets through to resolution).
@@ -84,7 +67,7 @@ type world struct {
 	st      *station.Station
 	ca      *fixture.CA
 	srv     map[string]*fixture.Server // stripe, groq, evil, pay, plain
-	log     *syncBuffer
+	log     *fixture.SyncBuffer
 	d       string // the filesystem tree the E and F cases attack
 	oom     string // the station's oom_score_adj before a case
 	user    string // a home directory of the station's user (see userHome), outside every module's trees
@@ -243,7 +226,7 @@ func newWorld(t *testing.T, strict bool) *world {
 	if err := os.WriteFile(filepath.Join(w.home, "config.yaml"), []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	w.log = &syncBuffer{}
+	w.log = &fixture.SyncBuffer{}
 	st, err := station.Open(context.Background(), w.home, station.Options{Cache: testCache(), Logger: slog.New(slog.NewTextHandler(w.log, nil)), Resolver: &w.dns})
 	if err != nil {
 		t.Fatalf("open station: %v", err)

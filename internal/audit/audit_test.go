@@ -1,18 +1,17 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/store"
 )
@@ -61,40 +60,9 @@ func (f *fakeStore) stored() []sandbox.Decision {
 	return append([]sandbox.Decision(nil), f.got...)
 }
 
-// syncBuffer is a bytes.Buffer safe for the concurrent writes of a logger.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
-}
-
-func testLogger() (*slog.Logger, *syncBuffer) {
-	buf := &syncBuffer{}
+func testLogger() (*slog.Logger, *fixture.SyncBuffer) {
+	buf := &fixture.SyncBuffer{}
 	return slog.New(slog.NewTextHandler(buf, nil)), buf
-}
-
-// waitFor polls cond until it holds, failing the test after a bound. It
-// yields instead of sleeping.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-	}
 }
 
 func decision(module string, i int) sandbox.Decision {
@@ -207,11 +175,11 @@ func TestBackpressure(t *testing.T) {
 		w.Record(decision("owner/m", maxPending+1))
 		close(returned)
 	}()
-	waitFor(t, "Record to block on the full queue", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		w.mu.Lock()
 		defer w.mu.Unlock()
 		return w.blocked == 1
-	})
+	}, "Record to block on the full queue")
 	select {
 	case <-returned:
 		t.Fatal("Record returned while the queue was full")

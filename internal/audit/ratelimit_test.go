@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 )
 
@@ -162,31 +163,19 @@ func TestRateLimitSummaryIsNotHeldForever(t *testing.T) {
 	}
 	clk.advance(SummaryEvery)
 	w.Record(d) // still over the rate, and a summary is due
-	poll(t, "the summary at the next decision", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		_, folded := account(t, fs.stored())
 		return folded["atk/flood"] == 51
-	})
+	}, "the summary at the next decision")
 
 	for range 7 {
 		w.Record(d)
 	}
 	clk.advance(SummaryEvery) // and no decision comes
-	poll(t, "the summary from the ticker", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		_, folded := account(t, fs.stored())
 		return folded["atk/flood"] == 58
-	})
-}
-
-// poll calls cond until it is true, failing the test after a bound.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
+	}, "the summary from the ticker")
 }
 
 // sim drives a rate limiter the way the writer does — admit for every

@@ -87,10 +87,10 @@ func newWorld(t *testing.T) *world {
 			t.Errorf("Serve: %v", err)
 		}
 	})
-	poll(t, "the state file", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		_, err := os.Stat(filepath.Join(w.home, StateFile))
 		return err == nil
-	})
+	}, "the state file")
 	c, err := Dial(context.Background(), w.home)
 	if err != nil {
 		t.Fatal(err)
@@ -123,17 +123,6 @@ func (w *world) install(t *testing.T, st *station.Station, allow ...string) {
 	}
 	if _, err := st.Install(context.Background(), dir, func(station.Plan) (bool, error) { return true, nil }); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 

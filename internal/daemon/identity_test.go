@@ -16,6 +16,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/station-dev/station/internal/fixture"
 )
 
 // recorder is a listener that keeps every byte any connection sent it.
@@ -91,7 +93,7 @@ func TestTheTokenGoesOnlyToTheDaemon(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln, 5*time.Second) }()
 	statePath := filepath.Join(home, StateFile)
-	poll(t, "the state file", func() bool { _, err := os.Stat(statePath); return err == nil })
+	fixture.Eventuallyf(t, 10*time.Second, func() bool { _, err := os.Stat(statePath); return err == nil }, "the state file")
 	state, err := os.ReadFile(statePath)
 	if err != nil {
 		t.Fatal(err)

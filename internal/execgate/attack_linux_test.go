@@ -50,6 +50,7 @@ import (
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/execgate/launch"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 )
 
@@ -724,11 +725,11 @@ func TestAttackChildDiesWithStation(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Wait()
-	poll(t, "the child's sleep", func() bool { return len(pidsByCmdline("sleep\x00"+marker+"\x00")) > 0 })
+	fixture.Eventuallyf(t, 10*time.Second, func() bool { return len(pidsByCmdline("sleep\x00"+marker+"\x00")) > 0 }, "the child's sleep")
 	cmd.Process.Kill()
-	poll(t, "the child to die with the station", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		return len(pidsByCmdline("sleep\x00"+marker+"\x00")) == 0 && len(pidsByCmdline(marker)) == 0
-	})
+	}, "the child to die with the station")
 }
 
 // pidsByCmdline lists processes whose command line contains s.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 )
 
@@ -408,7 +409,7 @@ func runKilled(t *testing.T, g *Gate, script string, want int, strict bool) {
 	case r := <-res:
 		t.Fatalf("Run returned before the program started: %+v, %v", r.resp, r.err)
 	}
-	poll(t, "the shell and its background sleeps", func() bool { return len(groupMembers(pid)) >= want })
+	fixture.Eventuallyf(t, 10*time.Second, func() bool { return len(groupMembers(pid)) >= want }, "the shell and its background sleeps")
 	cancel()
 	start := time.Now()
 	r := <-res
@@ -418,12 +419,12 @@ func runKilled(t *testing.T, g *Gate, script string, want int, strict bool) {
 	if d := time.Since(start); d > 5*time.Second {
 		t.Fatalf("Run returned %v after the call ended", d)
 	}
-	poll(t, "the process group to be gone", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		if len(groupMembers(pid)) != 0 {
 			return false
 		}
 		return !strict || errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH)
-	})
+	}, "the process group to be gone")
 }
 
 func TestRunDeadlineKillsProcessGroup(t *testing.T) {
@@ -449,9 +450,9 @@ func TestRunExitKillsProcessGroup(t *testing.T) {
 		t.Fatalf("Run took %v: it waited for the background sleep", d)
 	}
 	pid := <-pids
-	poll(t, "the process group to be gone", func() bool {
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
 		return len(groupMembers(pid)) == 0 && (!g.Isolated() || errors.Is(syscall.Kill(-pid, 0), syscall.ESRCH))
-	})
+	}, "the process group to be gone")
 }
 
 func TestRunNoNetwork(t *testing.T) {

@@ -160,18 +160,6 @@ func callCtx(t *testing.T) context.Context {
 	return sandbox.WithCall(ctx, &sandbox.Call{Module: "test/mod", Command: "cmd"})
 }
 
-// poll calls cond until it is true, failing the test after a bound.
-func poll(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func copyFile(t *testing.T, from, to string, mode os.FileMode) {
 	t.Helper()
 	b, err := os.ReadFile(from)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
@@ -60,7 +61,7 @@ func TestRateLimit(t *testing.T) {
 // TestSecretsNeverLogged: no token or invite code — valid, invalid or
 // freshly issued — reaches the hub's log or an error answer.
 func TestSecretsNeverLogged(t *testing.T) {
-	var logs syncBuffer
+	var logs fixture.SyncBuffer
 	h := hubtest.StartWith(t, func(o *hubserver.Options) {
 		o.Logger = slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})

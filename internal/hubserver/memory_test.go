@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
@@ -188,7 +189,7 @@ func streamDownload(tr http.RoundTripper, base, id string, size int) error {
 // breaks the answer off, and no client gets a complete bundle with other
 // bytes than those published.
 func TestDownloadOfACorruptBlobIsBrokenOff(t *testing.T) {
-	var logs syncBuffer
+	var logs fixture.SyncBuffer
 	h := hubtest.StartWith(t, func(o *hubserver.Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
 	})

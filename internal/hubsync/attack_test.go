@@ -15,12 +15,12 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
 	"github.com/station-dev/station/internal/hubsync"
@@ -314,15 +314,12 @@ func TestRunnerSaysWhyTheRelayDropped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var log syncBuffer
+	var log fixture.SyncBuffer
 	sess := &hubsync.Session{Station: st, Client: c, Login: l, Log: slog.New(slog.NewTextHandler(&log, nil))}
 	done := make(chan error, 1)
 	go func() { done <- (&hubsync.Runner{Session: sess, MinBackoff: time.Millisecond}).Run(ctx) }()
-	for {
-		if l, _ := st.Store.HubLogin(ctx); l.Cursor == 1 || ctx.Err() != nil {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
+	if !fixture.Poll(10*time.Second, func() bool { l, _ := st.Store.HubLogin(ctx); return l.Cursor == 1 }) {
+		t.Error("the runner did not handle event 1 within 10s")
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -341,23 +338,6 @@ func TestRunnerSaysWhyTheRelayDropped(t *testing.T) {
 	if l, _ := st.Store.HubLogin(context.Background()); l.Cursor != 1 {
 		t.Errorf("cursor %d, want 1 (the event was handled by skipping it)", l.Cursor)
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 // TestTeamNamesFromTheHubAreChecked: the team a join answer names, the

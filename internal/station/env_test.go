@@ -1,7 +1,6 @@
 package station_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -50,25 +49,7 @@ type env struct {
 	ca                 *fixture.CA
 	stripe, groq, evil *fixture.Server
 	stripeMux, groqMux *http.ServeMux
-	logBuf             *syncBuffer
-}
-
-// syncBuffer is a bytes.Buffer safe for the station logger's concurrent use.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logBuf             *fixture.SyncBuffer
 }
 
 // gateLog returns the station log lines about module id.
@@ -115,7 +96,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 	if err := os.WriteFile(filepath.Join(e.home, "config.yaml"), []byte(cfg.String()), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	e.logBuf = &syncBuffer{}
+	e.logBuf = &fixture.SyncBuffer{}
 	st, err := station.Open(context.Background(), e.home, station.Options{Cache: testCache(t), Logger: slog.New(slog.NewTextHandler(e.logBuf, nil)), AuditClock: o.auditClock})
 	if err != nil {
 		t.Fatalf("open station: %v", err)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/sandbox"
@@ -266,7 +267,8 @@ func TestMaxParallel(t *testing.T) {
 		done <- err
 	}()
 	for range 6 {
-		waitFor(t, func() bool { return inflight.Load() == 2 || (inflight.Load() > 0 && h.mods.count("a/a run") == 6) })
+		fixture.Eventuallyf(t, 20*time.Second, func() bool { return inflight.Load() == 2 || (inflight.Load() > 0 && h.mods.count("a/a run") == 6) },
+			"two steps running at once, or the last one")
 		release <- struct{}{}
 	}
 	if err := <-done; err != nil {
@@ -274,18 +276,6 @@ func TestMaxParallel(t *testing.T) {
 	}
 	if got := peak.Load(); got != 2 {
 		t.Errorf("peak concurrency %d, want 2", got)
-	}
-}
-
-// waitFor polls cond for at most 20 seconds.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached in 20s")
-		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
