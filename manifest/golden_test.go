@@ -1,18 +1,21 @@
 package manifest
 
 import (
-	"flag"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/station-dev/station/internal/fixture"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/bad/*.golden with the current error text")
-
 // TestGoldenErrors parses every testdata/bad/*.yaml and compares the full
-// error text with the .golden file next to it. Run with -update to rewrite
-// the golden files after an intended change, then review the diff.
+// error text with the .golden file next to it. After an intended change,
+// rewrite the golden files with
+//
+//	go test ./manifest -run Golden -update
+//
+// and review the diff (fixture.Golden).
 func TestGoldenErrors(t *testing.T) {
 	files, err := filepath.Glob("testdata/bad/*.yaml")
 	if err != nil {
@@ -32,21 +35,7 @@ func TestGoldenErrors(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Parse(%s) = %+v, want an error", file, m)
 			}
-			got := err.Error() + "\n"
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("Parse(%s) error:\ngot:\n%s\nwant:\n%s", file, got, want)
-			}
+			fixture.Golden(t, strings.TrimSuffix(file, ".yaml")+".golden", []byte(err.Error()+"\n"))
 		})
 	}
 }

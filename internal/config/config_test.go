@@ -8,7 +8,6 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"errors"
-	"flag"
 	"math/big"
 	"net/netip"
 	"os"
@@ -17,9 +16,9 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/bad/*.golden with the current error text")
+	"github.com/station-dev/station/internal/fixture"
+)
 
 func TestLoadMissingIsDefault(t *testing.T) {
 	got, err := Load(t.TempDir())
@@ -141,6 +140,13 @@ func TestMemoryRoundsToPages(t *testing.T) {
 	}
 }
 
+// TestGoldenErrors parses every testdata/bad/*.yaml and compares the full
+// error text with the .golden file next to it. After an intended change,
+// rewrite the golden files with
+//
+//	go test ./internal/config -run Golden -update
+//
+// and review the diff (fixture.Golden).
 func TestGoldenErrors(t *testing.T) {
 	files, err := filepath.Glob("testdata/bad/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -161,21 +167,7 @@ func TestGoldenErrors(t *testing.T) {
 			if !errors.As(err, &e) {
 				t.Errorf("error %T is not a *Error", err)
 			}
-			got := err.Error() + "\n"
-			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("Parse(%s) error:\ngot:\n%s\nwant:\n%s", file, got, want)
-			}
+			fixture.Golden(t, strings.TrimSuffix(file, ".yaml")+".golden", []byte(err.Error()+"\n"))
 		})
 	}
 }
