@@ -202,14 +202,81 @@ type LimitError struct {
 	Target     string // already sanitized by Sanitize
 	Reason     string // what exceeded which limit, e.g. "response body is larger than the limit of 16777216 bytes"
 	Limit      int64  // the limit, in its own unit (bytes, buffers); 0 when the reason alone says it
-	Err        error  // the sentinel the refusal also wraps (netgate.ErrTooLarge), or nil
+	// Bytes says that Limit counts bytes: Error renders it human readable
+	// ("16 MiB").
+	Bytes bool
+	// Key is the setting that raises the limit, where one does: a key of
+	// the module's manifest ("limits.max_output") or of the station's
+	// configuration ("filesystem.open_files"), as KeyIn says. "" for a
+	// limit the station fixes.
+	Key   string
+	KeyIn KeyFile
+	Err   error // the sentinel the refusal also wraps (netgate.ErrTooLarge), or nil
 }
+
+// KeyFile is the file a LimitError's Key is set in.
+type KeyFile string
+
+// The files a limit's key is set in.
+const (
+	InManifest KeyFile = "manifest" // the module's manifest: its author raises it
+	InConfig   KeyFile = "config"   // the station's config.yaml: the operator raises it
+)
 
 // Error renders the refusal as one line, e.g.
 //
-//	limit exceeded: module dave/stripe: network: "https://api.stripe.com/v1/files" response body is larger than the limit of 16777216 bytes
+//	limit exceeded: module dave/stripe: network: "https://api.stripe.com/v1/files" response body is larger than the limit of 16777216 bytes; the limit is 16 MiB
+//	limit exceeded: module dave/x: host: "output_set" the module's result of 4096 bytes exceeds the limit of 1024; the limit is 1 KiB (raise it with limits.max_output in the module's manifest)
 func (e *LimitError) Error() string {
-	return fmt.Sprintf("limit exceeded: module %s: %s: %q %s", e.Module, e.Capability, e.Target, e.Reason)
+	return fmt.Sprintf("limit exceeded: module %s: %s: %q %s", e.Module, e.Capability, e.Target, e.Reason) + e.Detail()
+}
+
+// Detail is what Error adds to the reason: the limit in bytes made human
+// readable, and the key that raises it and where it is set ("" when e has
+// neither).
+func (e *LimitError) Detail() string {
+	var b strings.Builder
+	if e.Bytes && e.Limit > 0 {
+		b.WriteString("; the limit is " + FormatBytes(uint64(e.Limit)))
+	}
+	if h := e.Hint(); h != "" {
+		b.WriteString(" (" + h + ")")
+	}
+	return b.String()
+}
+
+// Hint says who raises the limit, with which key, in which file: "raise it
+// with limits.max_output in the module's manifest", "the operator can raise
+// it with filesystem.open_files in config.yaml"; "" without a Key.
+func (e *LimitError) Hint() string {
+	switch {
+	case e.Key == "":
+		return ""
+	case e.KeyIn == InConfig:
+		return "the operator can raise it with " + e.Key + " in config.yaml"
+	}
+	return "raise it with " + e.Key + " in the module's manifest"
+}
+
+// FormatBytes renders a size for people: "64 MiB", "1 KiB", "1.5 MiB",
+// "100 bytes". Whole units are written without a fraction; others with one
+// decimal, rounded down, so a limit is never shown larger than it is.
+func FormatBytes(n uint64) string {
+	units := [...]struct {
+		shift uint
+		name  string
+	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}}
+	for _, u := range units {
+		if n < 1<<u.shift {
+			continue
+		}
+		if n%(1<<u.shift) == 0 {
+			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
+		}
+		tenth := (n & (1<<u.shift - 1)) * 10 >> u.shift
+		return fmt.Sprintf("%d.%d %s", n>>u.shift, tenth, u.name)
+	}
+	return fmt.Sprintf("%d bytes", n)
 }
 
 // Unwrap returns e.Err, so errors.Is(err, netgate.ErrTooLarge) still holds.
