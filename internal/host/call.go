@@ -49,8 +49,16 @@ func (e *CallError) Error() string {
 		}
 		return e.Violation.Error()
 	}
-	if e.Limit != nil && !strings.Contains(e.Msg, e.Limit.Reason) {
-		return fmt.Sprintf("module %s: %s: %s (%s)", e.Module, e.Command, e.Msg, e.Limit.Error())
+	if l := e.Limit; l != nil {
+		switch {
+		case l.Key != "" && strings.Contains(e.Msg, l.Key):
+			// The message says what raises the limit already (out of memory).
+		case !strings.Contains(e.Msg, l.Reason):
+			return fmt.Sprintf("module %s: %s: %s (%s)", e.Module, e.Command, e.Msg, l.Error())
+		default:
+			// The message is the refusal's reason: add the limit and its key.
+			return fmt.Sprintf("module %s: %s: %s%s", e.Module, e.Command, e.Msg, l.Detail())
+		}
 	}
 	return fmt.Sprintf("module %s: %s: %s", e.Module, e.Command, e.Msg)
 }
@@ -195,14 +203,19 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	cctx := context.WithValue(ctx, instKey{}, inst)
 	stack := inst.stack[:] // the instance's own: no allocation per call
 	stack[0], stack[1] = uint64(cmdH), uint64(inH)
+	inst.memory.reset() // a grow refused in the start function is not this call's
 	callErr := inst.fn.CallWithStack(cctx, stack)
+	oom := m.outOfMemory(inst, call)
+	if oom != nil && st.limit == nil {
+		st.limit = oom
+	}
 
 	var out []byte
 	var err error
 	switch {
 	case callErr != nil:
 		inst.dead = true
-		err = m.trapError(ctx, command, callErr, inst)
+		err = m.trapError(ctx, command, callErr, inst, oom)
 	case st.fault != "":
 		inst.dead = true // its memory is suspect
 		err = &CallError{Module: m.id, Command: command, Kind: KindFault, Msg: st.fault}
@@ -254,7 +267,9 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	return out, err
 }
 
-func (m *Module) trapError(ctx context.Context, command string, callErr error, inst *instance) error {
+// trapError is the error of a call that trapped or exited; oom is the
+// refusal of a grow past the memory limit earlier in the call, if any.
+func (m *Module) trapError(ctx context.Context, command string, callErr error, inst *instance, oom *sandbox.LimitError) error {
 	e := &CallError{Module: m.id, Command: command, Kind: KindCrash}
 	if ctx.Err() != nil {
 		e.Kind = KindTimeout
@@ -265,7 +280,13 @@ func (m *Module) trapError(ctx context.Context, command string, callErr error, i
 		}
 		return e
 	}
-	e.Msg = describeTrap(callErr, inst.err.tail()) + "; the instance was discarded"
+	trap := describeTrap(callErr, inst.err.tail())
+	if oom != nil {
+		// The trap follows a grow refused at the limit: a Go guest's runtime
+		// aborts (unreachable), others trap or exit. Say what happened.
+		trap = m.oomText(oom, trap)
+	}
+	e.Msg = trap + "; the instance was discarded"
 	return e
 }
 

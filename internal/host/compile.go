@@ -29,12 +29,14 @@ import (
 // runtimeConfig is every module runtime's configuration. The compile child
 // uses the very same one: wazero keys its compilation cache by the binary
 // and the settings that change the code (WithCloseOnContextDone), so what
-// the child writes is what the station's runtime finds.
-func runtimeConfig(cache wazero.CompilationCache, pages uint32) wazero.RuntimeConfig {
+// the child writes is what the station's runtime finds. The module's memory
+// limit is not a runtime setting: each instance's allocator enforces it
+// (memory.go), so the runtime allows what a 32-bit module can address.
+func runtimeConfig(cache wazero.CompilationCache) wazero.RuntimeConfig {
 	return wazero.NewRuntimeConfigCompiler().
 		WithCompilationCache(cache).
 		WithCloseOnContextDone(true). // runaway guests stop when the call's context ends
-		WithMemoryLimitPages(pages).
+		WithMemoryLimitPages(wasmPages).
 		// No reference types: table.grow would let a guest take host memory
 		// outside its memory limit (RATIONALE.md).
 		WithCoreFeatures(api.CoreFeaturesV2 &^ api.CoreFeatureReferenceTypes)
@@ -267,7 +269,7 @@ func compileChild(args []string, stdin io.Reader, stdout io.Writer) int {
 		return compileChildUsage
 	}
 	dir := args[0]
-	pages, err1 := strconv.ParseUint(args[1], 10, 32)
+	_, err1 := strconv.ParseUint(args[1], 10, 32) // the memory limit: part of the vetted marker, not of compiling
 	memory, err2 := strconv.ParseUint(args[2], 10, 64)
 	workers, err3 := strconv.Atoi(args[3])
 	ms, err4 := strconv.ParseInt(args[4], 10, 64)
@@ -292,7 +294,7 @@ func compileChild(args []string, stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintln(stdout, "station compile child:", err)
 		return compileChildUsage
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(cache, uint32(pages)))
+	rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(cache))
 	if _, err := rt.CompileModule(ctx, wasm); err != nil {
 		fmt.Fprint(stdout, err)
 		return compileChildRefused

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/experimental"
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"github.com/tetratelabs/wazero/experimental/sysfs"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -188,7 +189,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	}
 
 	pages := uint32((limits.MemoryBytes + 65535) / 65536)
-	m.rt = wazero.NewRuntimeWithConfig(ctx, runtimeConfig(h.cache, pages))
+	m.rt = wazero.NewRuntimeWithConfig(ctx, runtimeConfig(h.cache))
 	ok := false
 	defer func() {
 		if !ok {
@@ -279,6 +280,12 @@ func (m *Module) checkShape() error {
 		mod, name, _ := mem.Import()
 		return fmt.Errorf("module imports memory %s.%s; a module must define its own memory", mod, name)
 	}
+	// The runtime allows any memory a 32-bit module can have; the limit is
+	// the allocator's (memory.go), which cannot refuse the initial size.
+	if mem := c.ExportedMemories()[abi.ExportMemory]; uint64(mem.Min())*65536 > m.memoryLimit() {
+		return fmt.Errorf("module's memory starts at %s, more than its limit of %s (raise limits.memory in the module's manifest)",
+			sandbox.FormatBytes(uint64(mem.Min())*65536), sandbox.FormatBytes(m.memoryLimit()))
+	}
 	return nil
 }
 
@@ -313,6 +320,9 @@ type instance struct {
 	// fsys is the instance's view of the host's files (nil when nothing
 	// is mounted).
 	fsys experimentalsys.FS
+	// memory is the instance's linear memory, which enforces the module's
+	// memory limit (memory.go).
+	memory *linearMemory
 }
 
 func (m *Module) instantiate(ctx context.Context) (*instance, error) {
@@ -354,7 +364,7 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		inst.fsys = fsys
 		cfg = cfg.WithFSConfig(wazero.NewFSConfig().(sysfs.FSConfig).WithSysFSMount(fsys, "/"))
 	}
-	mod, err := m.rt.InstantiateModule(ctx, m.compiled, cfg)
+	mod, err := m.rt.InstantiateModule(experimental.WithMemoryAllocator(ctx, allocator(m.memoryLimit(), &inst.memory)), m.compiled, cfg)
 	if err == nil {
 		if init := mod.ExportedFunction(abi.ExportInitialize); init != nil {
 			inst.initializing = true
@@ -369,7 +379,11 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("module %s: start: did not finish within %s", m.id, m.limits.Timeout)
 		}
-		return nil, fmt.Errorf("module %s: start: %s", m.id, describeTrap(err, inst.err.tail()))
+		trap := describeTrap(err, inst.err.tail())
+		if oom := m.outOfMemory(inst, nil); oom != nil {
+			trap = m.oomText(oom, trap)
+		}
+		return nil, fmt.Errorf("module %s: start: %s", m.id, trap)
 	}
 	inst.sleepCtx = nil
 	inst.mod = mod
