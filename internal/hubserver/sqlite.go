@@ -155,15 +155,13 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return sqldb.Tx(ctx, s.db, fn)
 }
 
-func nanos(t time.Time) int64 { return t.UnixNano() }
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
+// Times are stored as Unix nanoseconds (sqldb.ToNanos), read back in UTC;
+// a NULL time is nil.
 func optTime(n sql.NullInt64) *time.Time {
 	if !n.Valid {
 		return nil
 	}
-	t := fromNanos(n.Int64)
+	t := sqldb.FromNanos(n.Int64)
 	return &t
 }
 
@@ -179,12 +177,16 @@ func isConstraint(err error) bool {
 // appendEvent adds ev to the log inside tx and returns it with its seq.
 func appendEvent(ctx context.Context, tx *sql.Tx, ev hub.Event) (hub.Event, error) {
 	ev.Seq = 0
+	at, err := sqldb.ToNanos(ev.Time)
+	if err != nil {
+		return ev, fmt.Errorf("append event: %w", err)
+	}
 	data, err := json.Marshal(ev)
 	if err != nil {
 		return ev, err
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO events (time, kind, team, account, data) VALUES (?, ?, ?, ?, ?)`,
-		nanos(ev.Time), ev.Kind, ev.Team, ev.Account, data)
+		at, ev.Kind, ev.Team, ev.Account, data)
 	if err != nil {
 		return ev, fmt.Errorf("append event: %w", err)
 	}
@@ -195,7 +197,11 @@ func appendEvent(ctx context.Context, tx *sql.Tx, ev hub.Event) (hub.Event, erro
 // Accounts and tokens.
 
 func (s *SQLite) CreateAccount(ctx context.Context, name string, at time.Time) (hub.Account, error) {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO accounts (name, created_at) VALUES (?, ?)`, name, nanos(at))
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return hub.Account{}, fmt.Errorf("create account: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO accounts (name, created_at) VALUES (?, ?)`, name, n)
 	if isConstraint(err) {
 		return hub.Account{}, ErrExists
 	}
@@ -214,16 +220,20 @@ func (s *SQLite) Account(ctx context.Context, name string) (hub.Account, error) 
 	if err != nil {
 		return hub.Account{}, fmt.Errorf("read account: %w", err)
 	}
-	return hub.Account{Name: name, CreatedAt: fromNanos(at)}, nil
+	return hub.Account{Name: name, CreatedAt: sqldb.FromNanos(at)}, nil
 }
 
 func (s *SQLite) AddToken(ctx context.Context, t Token) error {
+	at, err := sqldb.ToNanos(t.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add token: %w", err)
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := exists(ctx, tx, `SELECT 1 FROM accounts WHERE name = ?`, t.Account); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, account, hash, label, created_at) VALUES (?, ?, ?, ?, ?)`,
-			t.ID, t.Account, t.Hash[:], t.Label, nanos(t.CreatedAt))
+			t.ID, t.Account, t.Hash[:], t.Label, at)
 		if isConstraint(err) {
 			return ErrExists
 		}
@@ -241,27 +251,22 @@ func (s *SQLite) TokenByHash(ctx context.Context, hash [32]byte) (Token, error) 
 	if err != nil {
 		return Token{}, fmt.Errorf("read token: %w", err)
 	}
-	t.CreatedAt = fromNanos(at)
+	t.CreatedAt = sqldb.FromNanos(at)
 	return t, nil
 }
 
 func (s *SQLite) Tokens(ctx context.Context, account string) ([]Token, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, label, created_at FROM tokens WHERE account = ? ORDER BY created_at, id`, account)
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (Token, error) {
+		t := Token{Account: account}
+		var at int64
+		err := r.Scan(&t.ID, &t.Label, &at)
+		t.CreatedAt = sqldb.FromNanos(at)
+		return t, err
+	}, `SELECT id, label, created_at FROM tokens WHERE account = ? ORDER BY created_at, id`, account)
 	if err != nil {
 		return nil, fmt.Errorf("list tokens: %w", err)
 	}
-	defer rows.Close()
-	out := []Token{}
-	for rows.Next() {
-		t := Token{Account: account}
-		var at int64
-		if err := rows.Scan(&t.ID, &t.Label, &at); err != nil {
-			return nil, err
-		}
-		t.CreatedAt = fromNanos(at)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *SQLite) DeleteToken(ctx context.Context, account, id string) error {
@@ -278,8 +283,12 @@ func (s *SQLite) DeleteToken(ctx context.Context, account, id string) error {
 // Keys.
 
 func (s *SQLite) AddKey(ctx context.Context, k hub.Key) error {
-	_, err := s.db.ExecContext(ctx, `INSERT INTO keys (account, id, public_key, created_at) VALUES (?, ?, ?, ?)`,
-		k.Account, k.ID, k.PublicKey, nanos(k.CreatedAt))
+	at, err := sqldb.ToNanos(k.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add key: %w", err)
+	}
+	_, err = s.db.ExecContext(ctx, `INSERT INTO keys (account, id, public_key, created_at) VALUES (?, ?, ?, ?)`,
+		k.Account, k.ID, k.PublicKey, at)
 	if isConstraint(err) {
 		return ErrExists
 	}
@@ -290,29 +299,28 @@ func (s *SQLite) AddKey(ctx context.Context, k hub.Key) error {
 }
 
 func (s *SQLite) Keys(ctx context.Context, account string) ([]hub.Key, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT id, public_key, created_at, revoked_at FROM keys WHERE account = ? ORDER BY created_at, id`, account)
-	if err != nil {
-		return nil, fmt.Errorf("list keys: %w", err)
-	}
-	defer rows.Close()
-	out := []hub.Key{}
-	for rows.Next() {
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Key, error) {
 		k := hub.Key{Account: account}
 		var at int64
 		var revoked sql.NullInt64
-		if err := rows.Scan(&k.ID, &k.PublicKey, &at, &revoked); err != nil {
-			return nil, err
-		}
-		k.CreatedAt, k.RevokedAt = fromNanos(at), optTime(revoked)
-		out = append(out, k)
+		err := r.Scan(&k.ID, &k.PublicKey, &at, &revoked)
+		k.CreatedAt, k.RevokedAt = sqldb.FromNanos(at), optTime(revoked)
+		return k, err
+	}, `SELECT id, public_key, created_at, revoked_at FROM keys WHERE account = ? ORDER BY created_at, id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
 	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *SQLite) RevokeKey(ctx context.Context, account, id string, at time.Time) (hub.Key, hub.Event, error) {
 	var k hub.Key
 	var ev hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return k, ev, fmt.Errorf("revoke key: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var created int64
 		err := tx.QueryRowContext(ctx, `SELECT public_key, created_at FROM keys WHERE account = ? AND id = ? AND revoked_at IS NULL`, account, id).Scan(&k.PublicKey, &created)
 		if errors.Is(err, sql.ErrNoRows) {
@@ -321,11 +329,11 @@ func (s *SQLite) RevokeKey(ctx context.Context, account, id string, at time.Time
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE account = ? AND id = ?`, nanos(at), account, id); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE keys SET revoked_at = ? WHERE account = ? AND id = ?`, n, account, id); err != nil {
 			return err
 		}
 		t := at.UTC()
-		k.ID, k.Account, k.CreatedAt, k.RevokedAt = id, account, fromNanos(created), &t
+		k.ID, k.Account, k.CreatedAt, k.RevokedAt = id, account, sqldb.FromNanos(created), &t
 		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventKeyRevoked, Time: t, Actor: account, Account: account, KeyID: id})
 		return err
 	})
@@ -336,7 +344,11 @@ func (s *SQLite) RevokeKey(ctx context.Context, account, id string, at time.Time
 
 func (s *SQLite) Publish(ctx context.Context, v Version) (hub.Event, error) {
 	var ev hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	at, err := sqldb.ToNanos(v.PublishedAt)
+	if err != nil {
+		return ev, fmt.Errorf("publish: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		owner, _, _ := strings.Cut(v.Module, "/")
 		versions, err := versionNames(ctx, tx, v.Module)
 		if err != nil {
@@ -347,7 +359,6 @@ func (s *SQLite) Publish(ctx context.Context, v Version) (hub.Event, error) {
 				return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, have.name)
 			}
 		}
-		at := nanos(v.PublishedAt)
 		if len(versions) == 0 {
 			if _, err := tx.ExecContext(ctx, `INSERT INTO modules (id, owner, description, latest, created_at, updated_at) VALUES (?, ?, ?, '', ?, ?)`,
 				v.Module, owner, v.Description, at, at); err != nil {
@@ -380,20 +391,15 @@ type versionName struct {
 }
 
 func versionNames(ctx context.Context, tx *sql.Tx, module string) ([]versionName, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT version, yanked_at IS NOT NULL FROM versions WHERE module = ?`, module)
+	out, err := sqldb.QueryAll(ctx, tx, func(r sqldb.Scanner) (versionName, error) {
+		var v versionName
+		err := r.Scan(&v.name, &v.yanked)
+		return v, err
+	}, `SELECT version, yanked_at IS NOT NULL FROM versions WHERE module = ?`, module)
 	if err != nil {
 		return nil, fmt.Errorf("list versions: %w", err)
 	}
-	defer rows.Close()
-	var out []versionName
-	for rows.Next() {
-		var v versionName
-		if err := rows.Scan(&v.name, &v.yanked); err != nil {
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // latestOf returns the highest version that is not yanked, or "".
@@ -409,12 +415,12 @@ func latestOf(vs []versionName) string {
 
 const versionColumns = `module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at, yanked_at, yank_reason`
 
-func scanVersion(sc interface{ Scan(...any) error }) (Version, error) {
+func scanVersion(sc sqldb.Scanner) (Version, error) {
 	var v Version
 	var at int64
 	var yanked sql.NullInt64
 	err := sc.Scan(&v.Module, &v.Version.Version, &v.ManifestDigest, &v.WasmDigest, &v.WasmSize, &v.KeyID, &v.Signature, &at, &yanked, &v.YankReason)
-	v.PublishedAt, v.Yanked = fromNanos(at), yanked.Valid
+	v.PublishedAt, v.Yanked = sqldb.FromNanos(at), yanked.Valid
 	return v, err
 }
 
@@ -429,28 +435,20 @@ func (s *SQLite) Module(ctx context.Context, id string) (hub.Module, error) {
 	if err != nil {
 		return hub.Module{}, fmt.Errorf("read module: %w", err)
 	}
-	m.CreatedAt, m.UpdatedAt = fromNanos(created), fromNanos(updated)
-	rows, err := s.db.QueryContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ?`, id)
+	m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
+	m.Versions, err = sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Version, error) {
+		v, err := scanVersion(r)
+		return v.Version, err
+	}, `SELECT `+versionColumns+` FROM versions WHERE module = ?`, id)
 	if err != nil {
 		return hub.Module{}, fmt.Errorf("list versions: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		v, err := scanVersion(rows)
-		if err != nil {
-			return hub.Module{}, err
-		}
-		m.Versions = append(m.Versions, v.Version)
-	}
-	if err := rows.Err(); err != nil {
-		return hub.Module{}, err
 	}
 	slices.SortFunc(m.Versions, func(a, b hub.Version) int { return hub.CompareVersions(b.Version, a.Version) })
 	return m, nil
 }
 
 func (s *SQLite) Version(ctx context.Context, module, version string) (Version, error) {
-	v, err := scanVersion(s.db.QueryRowContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version))
+	v, err := sqldb.QueryOne(ctx, s.db, scanVersion, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Version{}, ErrNotFound
 	}
@@ -463,8 +461,12 @@ func (s *SQLite) Version(ctx context.Context, module, version string) (Version, 
 func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
 	var out hub.Version
 	var evp *hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		v, err := scanVersion(tx.QueryRowContext(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version))
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return out, evp, fmt.Errorf("yank: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		v, err := sqldb.QueryOne(ctx, tx, scanVersion, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
@@ -477,7 +479,7 @@ func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked b
 		}
 		kind := hub.EventModuleYanked
 		if yanked {
-			_, err = tx.ExecContext(ctx, `UPDATE versions SET yanked_at = ?, yank_reason = ? WHERE module = ? AND version = ?`, nanos(at), reason, module, version)
+			_, err = tx.ExecContext(ctx, `UPDATE versions SET yanked_at = ?, yank_reason = ? WHERE module = ? AND version = ?`, n, reason, module, version)
 			out.Yanked, out.YankReason = true, reason
 		} else {
 			kind = hub.EventModuleUnyanked
@@ -491,7 +493,7 @@ func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked b
 		if err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `UPDATE modules SET latest = ?, updated_at = ? WHERE id = ?`, latestOf(names), nanos(at), module); err != nil {
+		if _, err := tx.ExecContext(ctx, `UPDATE modules SET latest = ?, updated_at = ? WHERE id = ?`, latestOf(names), n, module); err != nil {
 			return fmt.Errorf("update module: %w", err)
 		}
 		ev, err := appendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Module: module, Version: version, Reason: reason})
@@ -503,40 +505,39 @@ func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked b
 
 func (s *SQLite) Search(ctx context.Context, query, owner string, offset, limit int) ([]hub.Module, error) {
 	like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(query) + "%"
-	rows, err := s.db.QueryContext(ctx, `SELECT id, owner, description, latest, created_at, updated_at FROM modules
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Module, error) {
+		var m hub.Module
+		var created, updated int64
+		err := r.Scan(&m.ID, &m.Owner, &m.Description, &m.Latest, &created, &updated)
+		m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
+		return m, err
+	}, `SELECT id, owner, description, latest, created_at, updated_at FROM modules
 		WHERE (id LIKE ?1 ESCAPE '\' OR description LIKE ?1 ESCAPE '\') AND (?2 = '' OR owner = ?2)
 		ORDER BY id LIMIT ?3 OFFSET ?4`, like, owner, limit, offset)
 	if err != nil {
 		return nil, fmt.Errorf("search modules: %w", err)
 	}
-	defer rows.Close()
-	out := []hub.Module{}
-	for rows.Next() {
-		var m hub.Module
-		var created, updated int64
-		if err := rows.Scan(&m.ID, &m.Owner, &m.Description, &m.Latest, &created, &updated); err != nil {
-			return nil, err
-		}
-		m.CreatedAt, m.UpdatedAt = fromNanos(created), fromNanos(updated)
-		out = append(out, m)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // Teams.
 
 func (s *SQLite) CreateTeam(ctx context.Context, name, owner string, at time.Time) (hub.Event, error) {
 	var ev hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return ev, fmt.Errorf("create team: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		empty, _ := json.Marshal(hub.Lockfile{Modules: []hub.LockedModule{}, Workflows: []hub.Workflow{}})
-		_, err := tx.ExecContext(ctx, `INSERT INTO teams (name, created_at, revision, lockfile, updated_at, updated_by) VALUES (?, ?, 0, ?, 0, '')`, name, nanos(at), empty)
+		_, err := tx.ExecContext(ctx, `INSERT INTO teams (name, created_at, revision, lockfile, updated_at, updated_by) VALUES (?, ?, 0, ?, 0, '')`, name, n, empty)
 		if isConstraint(err) {
 			return ErrExists
 		}
 		if err != nil {
 			return fmt.Errorf("create team: %w", err)
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, 'owner', ?)`, name, owner, nanos(at)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, 'owner', ?)`, name, owner, n); err != nil {
 			return fmt.Errorf("add owner: %w", err)
 		}
 		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventTeamCreated, Time: at.UTC(), Actor: owner, Team: name, Account: owner, Role: hub.RoleOwner})
@@ -555,58 +556,44 @@ func (s *SQLite) Team(ctx context.Context, name string) (hub.Team, error) {
 	if err != nil {
 		return hub.Team{}, fmt.Errorf("read team: %w", err)
 	}
-	t.CreatedAt = fromNanos(created)
-	rows, err := s.db.QueryContext(ctx, `SELECT account, role, joined_at FROM members WHERE team = ? ORDER BY joined_at, account`, name)
+	t.CreatedAt = sqldb.FromNanos(created)
+	t.Members, err = sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Member, error) {
+		var m hub.Member
+		var at int64
+		err := r.Scan(&m.Account, &m.Role, &at)
+		m.JoinedAt = sqldb.FromNanos(at)
+		return m, err
+	}, `SELECT account, role, joined_at FROM members WHERE team = ? ORDER BY joined_at, account`, name)
 	if err != nil {
 		return hub.Team{}, fmt.Errorf("list members: %w", err)
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var m hub.Member
-		var at int64
-		if err := rows.Scan(&m.Account, &m.Role, &at); err != nil {
-			return hub.Team{}, err
-		}
-		m.JoinedAt = fromNanos(at)
-		t.Members = append(t.Members, m)
-	}
-	return t, rows.Err()
+	return t, nil
 }
 
 func (s *SQLite) TeamsOf(ctx context.Context, account string) ([]hub.Team, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = ? ORDER BY t.name`, account)
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Team, error) {
+		var t hub.Team
+		var at int64
+		err := r.Scan(&t.Name, &t.Role, &t.Revision, &at)
+		t.CreatedAt = sqldb.FromNanos(at)
+		return t, err
+	}, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = ? ORDER BY t.name`, account)
 	if err != nil {
 		return nil, fmt.Errorf("list teams: %w", err)
 	}
-	defer rows.Close()
-	out := []hub.Team{}
-	for rows.Next() {
-		var t hub.Team
-		var at int64
-		if err := rows.Scan(&t.Name, &t.Role, &t.Revision, &at); err != nil {
-			return nil, err
-		}
-		t.CreatedAt = fromNanos(at)
-		out = append(out, t)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 func (s *SQLite) Members(ctx context.Context, team string) ([]string, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT account FROM members WHERE team = ?`, team)
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (string, error) {
+		var a string
+		err := r.Scan(&a)
+		return a, err
+	}, `SELECT account FROM members WHERE team = ?`, team)
 	if err != nil {
 		return nil, fmt.Errorf("list members: %w", err)
 	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var a string
-		if err := rows.Scan(&a); err != nil {
-			return nil, err
-		}
-		out = append(out, a)
-	}
-	return out, rows.Err()
+	return out, nil
 }
 
 // roleIn returns account's role in team: ErrNotFound when it is not a
@@ -648,51 +635,57 @@ func exists(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
 }
 
 func (s *SQLite) AddInvite(ctx context.Context, inv Invite) error {
+	created, err := sqldb.ToNanos(inv.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add invite: %w", err)
+	}
+	expires, err := sqldb.ToNanos(inv.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("add invite: expiry: %w", err)
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		if err := requireOwner(ctx, tx, inv.Team, inv.CreatedBy); err != nil {
 			return err
 		}
 		// Expired invites are dead weight; drop them while holding the lock.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE expires_at <= ?`, nanos(inv.CreatedAt)); err != nil {
+		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE expires_at <= ?`, created); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			inv.Hash[:], inv.ID, inv.Team, inv.Role, inv.Account, inv.CreatedBy, nanos(inv.CreatedAt), nanos(inv.ExpiresAt))
+			inv.Hash[:], inv.ID, inv.Team, inv.Role, inv.Account, inv.CreatedBy, created, expires)
 		return err
 	})
 }
 
 const inviteColumns = `hash, id, team, role, account, created_by, created_at, expires_at`
 
-func scanInvites(rows *sql.Rows) ([]Invite, error) {
-	defer rows.Close()
-	out := []Invite{}
-	for rows.Next() {
-		var inv Invite
-		var hash []byte
-		var created, expires int64
-		if err := rows.Scan(&hash, &inv.ID, &inv.Team, &inv.Role, &inv.Account, &inv.CreatedBy, &created, &expires); err != nil {
-			return nil, err
-		}
-		copy(inv.Hash[:], hash)
-		inv.CreatedAt, inv.ExpiresAt = fromNanos(created), fromNanos(expires)
-		out = append(out, inv)
+func scanInvite(r sqldb.Scanner) (Invite, error) {
+	var inv Invite
+	var hash []byte
+	var created, expires int64
+	if err := r.Scan(&hash, &inv.ID, &inv.Team, &inv.Role, &inv.Account, &inv.CreatedBy, &created, &expires); err != nil {
+		return Invite{}, err
 	}
-	return out, rows.Err()
+	copy(inv.Hash[:], hash)
+	inv.CreatedAt, inv.ExpiresAt = sqldb.FromNanos(created), sqldb.FromNanos(expires)
+	return inv, nil
 }
 
 func (s *SQLite) Invites(ctx context.Context, team, actor string, at time.Time) ([]Invite, error) {
 	var out []Invite
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return nil, fmt.Errorf("list invites: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if err := requireOwner(ctx, tx, team, actor); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT `+inviteColumns+` FROM invites WHERE team = ? AND expires_at > ? ORDER BY created_at, id`, team, nanos(at))
+		out, err = sqldb.QueryAll(ctx, tx, scanInvite, `SELECT `+inviteColumns+` FROM invites WHERE team = ? AND expires_at > ? ORDER BY created_at, id`, team, n)
 		if err != nil {
 			return fmt.Errorf("list invites: %w", err)
 		}
-		out, err = scanInvites(rows)
-		return err
+		return nil
 	})
 	return out, err
 }
@@ -703,13 +696,9 @@ func (s *SQLite) RevokeInvites(ctx context.Context, team, id, actor string, at t
 		if err := requireOwner(ctx, tx, team, actor); err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `DELETE FROM invites WHERE team = ?1 AND (?2 = '' OR id = ?2) RETURNING `+inviteColumns, team, id)
+		all, err := sqldb.QueryAll(ctx, tx, scanInvite, `DELETE FROM invites WHERE team = ?1 AND (?2 = '' OR id = ?2) RETURNING `+inviteColumns, team, id)
 		if err != nil {
 			return fmt.Errorf("revoke invites: %w", err)
-		}
-		all, err := scanInvites(rows)
-		if err != nil {
-			return err
 		}
 		out = []Invite{}
 		for _, inv := range all {
@@ -740,11 +729,15 @@ func dropInvitesOf(ctx context.Context, tx *sql.Tx, team, account string) error 
 func (s *SQLite) AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error) {
 	var team, role string
 	var ev hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return hub.Team{}, ev, fmt.Errorf("accept invite: %w", err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var forAccount, creator string
 		var expires int64
 		err := tx.QueryRowContext(ctx, `SELECT team, role, account, created_by, expires_at FROM invites WHERE hash = ?`, hash[:]).Scan(&team, &role, &forAccount, &creator, &expires)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && (expires <= nanos(at) || forAccount != "" && forAccount != account) {
+		if errors.Is(err, sql.ErrNoRows) || err == nil && (expires <= n || forAccount != "" && forAccount != account) {
 			return ErrInviteInvalid
 		}
 		if err != nil {
@@ -766,7 +759,7 @@ func (s *SQLite) AcceptInvite(ctx context.Context, hash [32]byte, account string
 		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE hash = ?`, hash[:]); err != nil {
 			return err
 		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, ?, ?)`, team, account, role, nanos(at)); err != nil {
+		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, ?, ?)`, team, account, role, n); err != nil {
 			return fmt.Errorf("add member: %w", err)
 		}
 		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberJoined, Time: at.UTC(), Actor: account, Team: team, Account: account, Role: role})
@@ -796,7 +789,7 @@ func (s *SQLite) SetRole(ctx context.Context, team, account, role, actor string,
 		if err != nil {
 			return err
 		}
-		m = hub.Member{Account: account, Role: role, JoinedAt: fromNanos(joined)}
+		m = hub.Member{Account: account, Role: role, JoinedAt: sqldb.FromNanos(joined)}
 		if old == role {
 			return nil
 		}
@@ -869,7 +862,7 @@ func (s *SQLite) Lockfile(ctx context.Context, team string) (hub.TeamLockfile, e
 		return hub.TeamLockfile{}, fmt.Errorf("read lockfile: %w", err)
 	}
 	if at != 0 {
-		tl.UpdatedAt = fromNanos(at)
+		tl.UpdatedAt = sqldb.FromNanos(at)
 	}
 	if err := json.Unmarshal(data, &tl.Lockfile); err != nil {
 		return hub.TeamLockfile{}, fmt.Errorf("decode stored lockfile of %s: %w", team, err)
@@ -889,6 +882,10 @@ func (s *SQLite) PushLockfile(ctx context.Context, team string, base int64, l hu
 	if err != nil {
 		return hub.TeamLockfile{}, ev, err
 	}
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return hub.TeamLockfile{}, ev, fmt.Errorf("store lockfile: %w", err)
+	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		if err := requireOwner(ctx, tx, team, actor); err != nil {
 			return err
@@ -901,7 +898,7 @@ func (s *SQLite) PushLockfile(ctx context.Context, team string, base int64, l hu
 			return &ConflictError{Base: base, Current: current}
 		}
 		if _, err := tx.ExecContext(ctx, `UPDATE teams SET revision = ?, lockfile = ?, updated_at = ?, updated_by = ? WHERE name = ?`,
-			base+1, data, nanos(at), actor, team); err != nil {
+			base+1, data, n, actor, team); err != nil {
 			return fmt.Errorf("store lockfile: %w", err)
 		}
 		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventLockfilePushed, Time: at.UTC(), Actor: actor, Team: team, Revision: base + 1})
@@ -915,27 +912,22 @@ func (s *SQLite) PushLockfile(ctx context.Context, team string, base int64, l hu
 
 // Events.
 
-func scanEvents(rows *sql.Rows) ([]hub.Event, error) {
-	defer rows.Close()
-	out := []hub.Event{}
-	for rows.Next() {
-		var seq int64
-		var data []byte
-		if err := rows.Scan(&seq, &data); err != nil {
-			return nil, err
-		}
-		var ev hub.Event
-		if err := json.Unmarshal(data, &ev); err != nil {
-			return nil, fmt.Errorf("decode event %d: %w", seq, err)
-		}
-		ev.Seq = seq
-		out = append(out, ev)
+func scanEvent(r sqldb.Scanner) (hub.Event, error) {
+	var seq int64
+	var data []byte
+	if err := r.Scan(&seq, &data); err != nil {
+		return hub.Event{}, err
 	}
-	return out, rows.Err()
+	var ev hub.Event
+	if err := json.Unmarshal(data, &ev); err != nil {
+		return hub.Event{}, fmt.Errorf("decode event %d: %w", seq, err)
+	}
+	ev.Seq = seq
+	return ev, nil
 }
 
 func (s *SQLite) EventsFor(ctx context.Context, viewer string, after, upTo int64, limit int) ([]hub.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events
+	out, err := sqldb.QueryAll(ctx, s.db, scanEvent, `SELECT seq, data FROM events
 		WHERE seq > ?1 AND seq <= ?2
 		  AND (team = '' OR team IN (SELECT team FROM members WHERE account = ?3)
 		       OR (?3 != '' AND account = ?3 AND kind IN (?5, ?6)))
@@ -943,15 +935,15 @@ func (s *SQLite) EventsFor(ctx context.Context, viewer string, after, upTo int64
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
-	return scanEvents(rows)
+	return out, nil
 }
 
 func (s *SQLite) EventsAfter(ctx context.Context, after int64, limit int) ([]hub.Event, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT seq, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
+	out, err := sqldb.QueryAll(ctx, s.db, scanEvent, `SELECT seq, data FROM events WHERE seq > ? ORDER BY seq LIMIT ?`, after, limit)
 	if err != nil {
 		return nil, fmt.Errorf("read events: %w", err)
 	}
-	return scanEvents(rows)
+	return out, nil
 }
 
 func (s *SQLite) LastSeq(ctx context.Context) (int64, error) {

@@ -391,6 +391,37 @@ func TestSQLiteStoreContract(t *testing.T) {
 	})
 }
 
+// TestSQLiteRefusesUnstorableTimes: a time an int64 of Unix nanoseconds
+// cannot hold is refused, as the station's store refuses it, instead of
+// being stored as whatever time.Time.UnixNano makes of it; nothing is
+// written. (The hub's times come from its clock, so this is a guard.)
+func TestSQLiteRefusesUnstorableTimes(t *testing.T) {
+	ctx := context.Background()
+	st, err := OpenSQLite(filepath.Join(t.TempDir(), "hub.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for _, at := range []time.Time{{}, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if _, err := st.CreateAccount(ctx, "dave", at); err == nil {
+			t.Errorf("CreateAccount at %v succeeded, want an error", at)
+		}
+		if _, err := st.Account(ctx, "dave"); !errors.Is(err, ErrNotFound) {
+			t.Errorf("after CreateAccount at %v: Account = %v, want ErrNotFound", at, err)
+		}
+	}
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	if _, err := st.CreateAccount(ctx, "dave", now); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateTeam(ctx, "acme", "dave", time.Time{}); err == nil {
+		t.Error("CreateTeam at the zero time succeeded, want an error")
+	}
+	if teams, err := st.TeamsOf(ctx, "dave"); err != nil || teams == nil || len(teams) != 0 {
+		t.Errorf("TeamsOf = %#v, %v; want no team (and [], not nil)", teams, err)
+	}
+}
+
 // TestSQLiteAcceptChecksTheCreator: the role check at accept time holds by
 // itself, for an invite the deletions missed (one written by a hub before
 // schema 2 deleted anything, say): the invite of a creator who is no
@@ -410,7 +441,7 @@ func TestSQLiteAcceptChecksTheCreator(t *testing.T) {
 	for i, by := range []string{"erin", "nobody"} { // a member, then an account that is not in the team
 		hash := sha256.Sum256(fmt.Appendf(nil, "code %d", i))
 		if _, err := st.db.ExecContext(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, 'acme', 'owner', '', ?, ?, ?)`,
-			hash[:], fmt.Sprintf("%016x", i), by, nanos(at), nanos(at.Add(time.Hour))); err != nil {
+			hash[:], fmt.Sprintf("%016x", i), by, at.UnixNano(), at.Add(time.Hour).UnixNano()); err != nil {
 			t.Fatal(err)
 		}
 		if _, _, err := st.AcceptInvite(ctx, hash, "mallory", at); !errors.Is(err, ErrInviteInvalid) {
@@ -447,7 +478,7 @@ func TestSQLiteMigratesInvites(t *testing.T) {
 		}
 	}
 	for _, h := range hash {
-		if _, err := db.ExecContext(ctx, `INSERT INTO invites VALUES (?, 'acme', 'member', '', 'dave', ?, ?)`, h[:], nanos(at), nanos(at.Add(time.Hour))); err != nil {
+		if _, err := db.ExecContext(ctx, `INSERT INTO invites VALUES (?, 'acme', 'member', '', 'dave', ?, ?)`, h[:], at.UnixNano(), at.Add(time.Hour).UnixNano()); err != nil {
 			t.Fatal(err)
 		}
 	}

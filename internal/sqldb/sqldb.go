@@ -1,7 +1,10 @@
 // Package sqldb opens the embedded SQLite databases — the station's store
 // and the hub's — the one way: a private file, WAL, immediate write
 // transactions, a busy timeout, and append-only migrations applied in one
-// transaction.
+// transaction. It also reads them the one way: QueryAll and QueryOne scan
+// rows with a function and check every error a query can end with, and
+// ToNanos and FromNanos convert the times both databases store as Unix
+// nanoseconds.
 package sqldb
 
 import (
@@ -9,6 +12,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -98,4 +102,71 @@ func Migrate(ctx context.Context, db *sql.DB, migrations []string, tooNew func(h
 		}
 		return nil
 	})
+}
+
+// Querier runs queries: a *sql.DB, *sql.Tx or *sql.Conn.
+type Querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+}
+
+// Scanner is a row to scan: a *sql.Row, or a *sql.Rows on its current row.
+type Scanner interface {
+	Scan(dest ...any) error
+}
+
+// QueryAll runs query and returns what scan makes of each row, in order:
+// an empty slice, not nil, when there is no row, so that a listing encodes
+// as [] in JSON. The rows are closed before it returns, and the error is
+// the query's, the first scan's, or the iteration's (rows.Err), unwrapped:
+// the caller says what it was reading.
+func QueryAll[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// QueryOne runs query and returns what scan makes of its first row. When
+// there is none, the row's Scan returns sql.ErrNoRows, and so does QueryOne
+// if scan passes the error on. As with QueryAll, the caller wraps the
+// error.
+func QueryOne[T any](ctx context.Context, q Querier, scan func(Scanner) (T, error), query string, args ...any) (T, error) {
+	return scan(q.QueryRowContext(ctx, query, args...))
+}
+
+// Times are stored as Unix nanoseconds (UTC): exact for every time from
+// 1678 to 2262, the range an int64 of nanoseconds holds.
+var (
+	minTime = time.Unix(0, math.MinInt64)
+	maxTime = time.Unix(0, math.MaxInt64)
+)
+
+// ToNanos returns t as Unix nanoseconds, the form both databases store
+// times in. A time outside 1678-2262 has none (time.Time.UnixNano's result
+// is undefined there) and is an error.
+func ToNanos(t time.Time) (int64, error) {
+	if t.Before(minTime) || t.After(maxTime) {
+		return 0, fmt.Errorf("time %s cannot be stored (outside 1678-2262)", t.Format(time.RFC3339))
+	}
+	return t.UnixNano(), nil
+}
+
+// FromNanos returns the time of n Unix nanoseconds, in UTC: ToNanos's
+// inverse.
+func FromNanos(n int64) time.Time {
+	return time.Unix(0, n).UTC()
 }

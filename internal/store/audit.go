@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // AuditRecord is one stored sandbox decision, or a summary row of the audit
@@ -54,7 +55,7 @@ func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) e
 		}
 		defer stmt.Close()
 		for _, d := range decisions {
-			at, err := toNanos(d.Time)
+			at, err := sqldb.ToNanos(d.Time)
 			if err != nil {
 				return fmt.Errorf("decision of %s: %w", d.Module, err)
 			}
@@ -90,7 +91,7 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		where = append(where, "allowed = 0")
 	}
 	if !f.Since.IsZero() {
-		since, err := toNanos(f.Since)
+		since, err := sqldb.ToNanos(f.Since)
 		if err != nil {
 			return nil, fmt.Errorf("read audit: since: %w", err)
 		}
@@ -105,26 +106,22 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 	}
 	q += " ORDER BY id DESC LIMIT ?"
 	args = append(args, limit)
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := sqldb.QueryAll(ctx, s.db, scanAudit, q, args...)
 	if err != nil {
-		return nil, fmt.Errorf("read audit: %w", err)
-	}
-	defer rows.Close()
-	var out []AuditRecord
-	for rows.Next() {
-		var r AuditRecord
-		var at int64
-		var capability string
-		if err := rows.Scan(&r.ID, &at, &r.Module, &r.Command, &capability, &r.Target, &r.Allowed, &r.Reason, &r.Trace, &r.Folded); err != nil {
-			return nil, fmt.Errorf("read audit: %w", err)
-		}
-		r.Time = fromNanos(at)
-		r.Capability = sandbox.Capability(capability)
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
 	slices.Reverse(out)
 	return out, nil
+}
+
+func scanAudit(r sqldb.Scanner) (AuditRecord, error) {
+	var a AuditRecord
+	var at int64
+	var capability string
+	if err := r.Scan(&a.ID, &at, &a.Module, &a.Command, &capability, &a.Target, &a.Allowed, &a.Reason, &a.Trace, &a.Folded); err != nil {
+		return AuditRecord{}, err
+	}
+	a.Time = sqldb.FromNanos(at)
+	a.Capability = sandbox.Capability(capability)
+	return a, nil
 }

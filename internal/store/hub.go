@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // The station's hub state (schema 4): the hub it is logged in to and the
@@ -37,7 +39,7 @@ func (s *Store) HubLogin(ctx context.Context) (HubLogin, error) {
 	if err != nil {
 		return HubLogin{}, fmt.Errorf("hub login: %w", err)
 	}
-	l.LoggedIn = fromNanos(at)
+	l.LoggedIn = sqldb.FromNanos(at)
 	return l, nil
 }
 
@@ -46,7 +48,7 @@ func (s *Store) HubLogin(ctx context.Context) (HubLogin, error) {
 // (they belong to that hub and account); pinned keys and module origins
 // are kept.
 func (s *Store) PutHubLogin(ctx context.Context, l HubLogin) error {
-	at, err := toNanos(l.LoggedIn)
+	at, err := sqldb.ToNanos(l.LoggedIn)
 	if err != nil {
 		return fmt.Errorf("put hub login: %w", err)
 	}
@@ -144,22 +146,16 @@ func (s *Store) HubKeysOnEveryHub(ctx context.Context, owner string) ([]HubKey, 
 
 func (s *Store) hubKeys(ctx context.Context, q string, args ...any) ([]HubKey, error) {
 	owner := args[len(args)-1]
-	rows, err := s.db.QueryContext(ctx, q, args...)
-	if err != nil {
-		return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
-	}
-	defer rows.Close()
-	var out []HubKey
-	for rows.Next() {
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (HubKey, error) {
 		var k HubKey
 		var at int64
-		if err := rows.Scan(&k.HubURL, &k.Owner, &k.KeyID, &k.PublicKey, &at); err != nil {
-			return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
+		if err := r.Scan(&k.HubURL, &k.Owner, &k.KeyID, &k.PublicKey, &at); err != nil {
+			return HubKey{}, err
 		}
-		k.PinnedAt = fromNanos(at)
-		out = append(out, k)
-	}
-	if err := rows.Err(); err != nil {
+		k.PinnedAt = sqldb.FromNanos(at)
+		return k, nil
+	}, q, args...)
+	if err != nil {
 		return nil, fmt.Errorf("pinned keys of %s: %w", owner, err)
 	}
 	return out, nil
@@ -171,7 +167,7 @@ func (s *Store) PutHubKey(ctx context.Context, k HubKey) error {
 	if k.HubURL == "" {
 		return fmt.Errorf("pin key %s of %s: no hub given", k.KeyID, k.Owner)
 	}
-	at, err := toNanos(k.PinnedAt)
+	at, err := sqldb.ToNanos(k.PinnedAt)
 	if err != nil {
 		return fmt.Errorf("pin key %s: %w", k.KeyID, err)
 	}
@@ -203,7 +199,7 @@ type HubOrigin struct {
 // HubOrigin returns the origin of module; the error wraps ErrNotFound for
 // a module that was not installed from a hub.
 func (s *Store) HubOrigin(ctx context.Context, module string) (HubOrigin, error) {
-	o, err := scanOrigin(s.db.QueryRowContext(ctx, `SELECT `+originColumns+` FROM hub_origins WHERE module = ?`, module))
+	o, err := sqldb.QueryOne(ctx, s.db, scanOrigin, `SELECT `+originColumns+` FROM hub_origins WHERE module = ?`, module)
 	if errors.Is(err, sql.ErrNoRows) {
 		return HubOrigin{}, fmt.Errorf("origin of %s: %w", module, ErrNotFound)
 	}
@@ -215,20 +211,8 @@ func (s *Store) HubOrigin(ctx context.Context, module string) (HubOrigin, error)
 
 // HubOrigins returns the origin of every hub-installed module, by module.
 func (s *Store) HubOrigins(ctx context.Context) ([]HubOrigin, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+originColumns+` FROM hub_origins ORDER BY module`)
+	out, err := sqldb.QueryAll(ctx, s.db, scanOrigin, `SELECT `+originColumns+` FROM hub_origins ORDER BY module`)
 	if err != nil {
-		return nil, fmt.Errorf("module origins: %w", err)
-	}
-	defer rows.Close()
-	var out []HubOrigin
-	for rows.Next() {
-		o, err := scanOrigin(rows)
-		if err != nil {
-			return nil, fmt.Errorf("module origins: %w", err)
-		}
-		out = append(out, o)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("module origins: %w", err)
 	}
 	return out, nil
@@ -236,19 +220,19 @@ func (s *Store) HubOrigins(ctx context.Context) ([]HubOrigin, error) {
 
 const originColumns = `module, hub_url, version, manifest_digest, wasm_digest, key_id, team, installed_at`
 
-func scanOrigin(r scanner) (HubOrigin, error) {
+func scanOrigin(r sqldb.Scanner) (HubOrigin, error) {
 	var o HubOrigin
 	var at int64
 	if err := r.Scan(&o.Module, &o.HubURL, &o.Version, &o.ManifestDigest, &o.WasmDigest, &o.KeyID, &o.Team, &at); err != nil {
 		return HubOrigin{}, err
 	}
-	o.InstalledAt = fromNanos(at)
+	o.InstalledAt = sqldb.FromNanos(at)
 	return o, nil
 }
 
 // PutHubOrigin records (or replaces) where a module came from.
 func (s *Store) PutHubOrigin(ctx context.Context, o HubOrigin) error {
-	at, err := toNanos(o.InstalledAt)
+	at, err := sqldb.ToNanos(o.InstalledAt)
 	if err != nil {
 		return fmt.Errorf("record origin of %s: %w", o.Module, err)
 	}
@@ -293,24 +277,18 @@ type HubTeam struct {
 
 // HubTeams returns the station's teams, by name.
 func (s *Store) HubTeams(ctx context.Context) ([]HubTeam, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT name, hub_url, role, revision, synced_at, last_error FROM hub_teams ORDER BY name`)
-	if err != nil {
-		return nil, fmt.Errorf("teams: %w", err)
-	}
-	defer rows.Close()
-	var out []HubTeam
-	for rows.Next() {
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (HubTeam, error) {
 		var t HubTeam
 		var at int64
-		if err := rows.Scan(&t.Name, &t.HubURL, &t.Role, &t.Revision, &at, &t.LastError); err != nil {
-			return nil, fmt.Errorf("teams: %w", err)
+		if err := r.Scan(&t.Name, &t.HubURL, &t.Role, &t.Revision, &at, &t.LastError); err != nil {
+			return HubTeam{}, err
 		}
 		if at != 0 {
-			t.SyncedAt = fromNanos(at)
+			t.SyncedAt = sqldb.FromNanos(at)
 		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+		return t, nil
+	}, `SELECT name, hub_url, role, revision, synced_at, last_error FROM hub_teams ORDER BY name`)
+	if err != nil {
 		return nil, fmt.Errorf("teams: %w", err)
 	}
 	return out, nil
@@ -336,7 +314,7 @@ func (s *Store) PutHubTeam(ctx context.Context, t HubTeam) error {
 	var at int64
 	if !t.SyncedAt.IsZero() {
 		var err error
-		if at, err = toNanos(t.SyncedAt); err != nil {
+		if at, err = sqldb.ToNanos(t.SyncedAt); err != nil {
 			return fmt.Errorf("record team %s: %w", t.Name, err)
 		}
 	}
@@ -387,27 +365,21 @@ type HubPending struct {
 // HubPendings returns the pending changes of team ("": of every team), by
 // team and module.
 func (s *Store) HubPendings(ctx context.Context, team string) ([]HubPending, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT team, module, version, revision, from_version, escalations, recorded_at
-		FROM hub_pending WHERE ? = '' OR team = ? ORDER BY team, module`, team, team)
-	if err != nil {
-		return nil, fmt.Errorf("pending changes: %w", err)
-	}
-	defer rows.Close()
-	var out []HubPending
-	for rows.Next() {
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (HubPending, error) {
 		var p HubPending
 		var esc []byte
 		var at int64
-		if err := rows.Scan(&p.Team, &p.Module, &p.Version, &p.Revision, &p.FromVersion, &esc, &at); err != nil {
-			return nil, fmt.Errorf("pending changes: %w", err)
+		if err := r.Scan(&p.Team, &p.Module, &p.Version, &p.Revision, &p.FromVersion, &esc, &at); err != nil {
+			return HubPending{}, err
 		}
 		if err := json.Unmarshal(esc, &p.Escalations); err != nil {
-			return nil, fmt.Errorf("pending change %s/%s: %w", p.Team, p.Module, err)
+			return HubPending{}, fmt.Errorf("escalations of %s/%s: %w", p.Team, p.Module, err)
 		}
-		p.RecordedAt = fromNanos(at)
-		out = append(out, p)
-	}
-	if err := rows.Err(); err != nil {
+		p.RecordedAt = sqldb.FromNanos(at)
+		return p, nil
+	}, `SELECT team, module, version, revision, from_version, escalations, recorded_at
+		FROM hub_pending WHERE ? = '' OR team = ? ORDER BY team, module`, team, team)
+	if err != nil {
 		return nil, fmt.Errorf("pending changes: %w", err)
 	}
 	return out, nil
@@ -425,7 +397,7 @@ func (s *Store) ReplaceHubPendings(ctx context.Context, team string, ps []HubPen
 			if err != nil {
 				return err
 			}
-			at, err := toNanos(p.RecordedAt)
+			at, err := sqldb.ToNanos(p.RecordedAt)
 			if err != nil {
 				return err
 			}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"math"
 	"slices"
 	"time"
+
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // LLMRecord is one row of llm_usage: a completion the station paid for,
@@ -35,7 +38,7 @@ type LLMTotal struct {
 // AppendLLMUsage stores one completion's usage. It is written at once, not
 // through the audit queue: a module's budget is read from these rows.
 func (s *Store) AppendLLMUsage(ctx context.Context, u LLMRecord) error {
-	at, err := toNanos(u.Time)
+	at, err := sqldb.ToNanos(u.Time)
 	if err != nil {
 		return fmt.Errorf("append llm usage of %q: %w", u.Module, err)
 	}
@@ -75,20 +78,12 @@ func (s *Store) LLMTotals(ctx context.Context, since time.Time) ([]LLMTotal, err
 	if err != nil {
 		return nil, fmt.Errorf("read llm usage: %w", err)
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT module, count(*), sum(prompt_tokens), sum(completion_tokens) FROM llm_usage WHERE time >= ? GROUP BY module ORDER BY module`, at)
-	if err != nil {
-		return nil, fmt.Errorf("read llm usage: %w", err)
-	}
-	defer rows.Close()
-	var out []LLMTotal
-	for rows.Next() {
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (LLMTotal, error) {
 		var t LLMTotal
-		if err := rows.Scan(&t.Module, &t.Calls, &t.PromptTokens, &t.CompletionTokens); err != nil {
-			return nil, fmt.Errorf("read llm usage: %w", err)
-		}
-		out = append(out, t)
-	}
-	if err := rows.Err(); err != nil {
+		err := r.Scan(&t.Module, &t.Calls, &t.PromptTokens, &t.CompletionTokens)
+		return t, err
+	}, `SELECT module, count(*), sum(prompt_tokens), sum(completion_tokens) FROM llm_usage WHERE time >= ? GROUP BY module ORDER BY module`, at)
+	if err != nil {
 		return nil, fmt.Errorf("read llm usage: %w", err)
 	}
 	return out, nil
@@ -100,33 +95,27 @@ func (s *Store) LLMRecords(ctx context.Context, module string, limit int) ([]LLM
 	if limit <= 0 {
 		limit = 1000
 	}
-	rows, err := s.db.QueryContext(ctx, `SELECT id, time, module, trace, model, prompt_tokens, completion_tokens FROM llm_usage WHERE module = ? ORDER BY id DESC LIMIT ?`, module, limit)
-	if err != nil {
-		return nil, fmt.Errorf("read llm usage of %q: %w", module, err)
-	}
-	defer rows.Close()
-	var out []LLMRecord
-	for rows.Next() {
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (LLMRecord, error) {
 		var u LLMRecord
 		var at int64
-		if err := rows.Scan(&u.ID, &at, &u.Module, &u.Trace, &u.Model, &u.PromptTokens, &u.CompletionTokens); err != nil {
-			return nil, fmt.Errorf("read llm usage of %q: %w", module, err)
+		if err := r.Scan(&u.ID, &at, &u.Module, &u.Trace, &u.Model, &u.PromptTokens, &u.CompletionTokens); err != nil {
+			return LLMRecord{}, err
 		}
-		u.Time = fromNanos(at)
-		out = append(out, u)
-	}
-	if err := rows.Err(); err != nil {
+		u.Time = sqldb.FromNanos(at)
+		return u, nil
+	}, `SELECT id, time, module, trace, model, prompt_tokens, completion_tokens FROM llm_usage WHERE module = ? ORDER BY id DESC LIMIT ?`, module, limit)
+	if err != nil {
 		return nil, fmt.Errorf("read llm usage of %q: %w", module, err)
 	}
 	slices.Reverse(out)
 	return out, nil
 }
 
-// sinceNanos is toNanos for the lower bound of a query: a time before the
-// representable range means "from the start".
+// sinceNanos is sqldb.ToNanos for the lower bound of a query: a time
+// before the representable range means "from the start".
 func sinceNanos(t time.Time) (int64, error) {
-	if t.Before(minTime) {
-		t = minTime
+	if t.Before(time.Unix(0, math.MinInt64)) {
+		return math.MinInt64, nil
 	}
-	return toNanos(t)
+	return sqldb.ToNanos(t)
 }

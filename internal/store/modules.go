@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // Module is an installed module.
@@ -35,7 +37,7 @@ func (s *Store) PutModule(ctx context.Context, m Module) error {
 	if len(m.Approved) > 0 && !json.Valid(m.Approved) {
 		return fmt.Errorf("put module %s: approved permissions are not valid JSON", m.ID)
 	}
-	at, err := toNanos(m.InstalledAt)
+	at, err := sqldb.ToNanos(m.InstalledAt)
 	if err != nil {
 		return fmt.Errorf("put module %s: installed at: %w", m.ID, err)
 	}
@@ -64,22 +66,20 @@ func blob(b []byte) []byte {
 
 const moduleColumns = `id, version, digest, manifest, wasm_path, approved, installed_at`
 
-type scanner interface{ Scan(...any) error }
-
-func scanModule(r scanner) (Module, error) {
+func scanModule(r sqldb.Scanner) (Module, error) {
 	var m Module
 	var at int64
 	if err := r.Scan(&m.ID, &m.Version, &m.Digest, &m.Manifest, &m.WasmPath, &m.Approved, &at); err != nil {
 		return Module{}, err
 	}
-	m.InstalledAt = fromNanos(at)
+	m.InstalledAt = sqldb.FromNanos(at)
 	return m, nil
 }
 
 // Module returns the installed module id; the error wraps ErrNotFound when
 // there is none.
 func (s *Store) Module(ctx context.Context, id string) (Module, error) {
-	m, err := scanModule(s.db.QueryRowContext(ctx, `SELECT `+moduleColumns+` FROM modules WHERE id = ?`, id))
+	m, err := sqldb.QueryOne(ctx, s.db, scanModule, `SELECT `+moduleColumns+` FROM modules WHERE id = ?`, id)
 	if errors.Is(err, sql.ErrNoRows) {
 		return Module{}, fmt.Errorf("module %s: %w", id, ErrNotFound)
 	}
@@ -91,20 +91,8 @@ func (s *Store) Module(ctx context.Context, id string) (Module, error) {
 
 // Modules returns every installed module, sorted by ID.
 func (s *Store) Modules(ctx context.Context) ([]Module, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+moduleColumns+` FROM modules ORDER BY id`)
+	out, err := sqldb.QueryAll(ctx, s.db, scanModule, `SELECT `+moduleColumns+` FROM modules ORDER BY id`)
 	if err != nil {
-		return nil, fmt.Errorf("list modules: %w", err)
-	}
-	defer rows.Close()
-	var out []Module
-	for rows.Next() {
-		m, err := scanModule(rows)
-		if err != nil {
-			return nil, fmt.Errorf("list modules: %w", err)
-		}
-		out = append(out, m)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, fmt.Errorf("list modules: %w", err)
 	}
 	return out, nil

@@ -11,7 +11,8 @@
 //
 // Times are stored as Unix nanoseconds (UTC) and read back in UTC, so they
 // round-trip exactly for every time between the years 1678 and 2262; a time
-// outside that range is an error.
+// outside that range is an error (sqldb.ToNanos and sqldb.FromNanos, which
+// the hub's database uses too).
 package store
 
 import (
@@ -19,8 +20,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"math"
-	"time"
 
 	"github.com/station-dev/station/internal/sqldb"
 )
@@ -64,22 +63,4 @@ func (s *Store) Path() string { return s.path }
 // tx runs fn in a write transaction, committing if fn returns nil.
 func (s *Store) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return sqldb.Tx(ctx, s.db, fn)
-}
-
-// Times are stored as Unix nanoseconds; these bound the representable
-// range.
-var (
-	minTime = time.Unix(0, math.MinInt64)
-	maxTime = time.Unix(0, math.MaxInt64)
-)
-
-func toNanos(t time.Time) (int64, error) {
-	if t.Before(minTime) || t.After(maxTime) {
-		return 0, fmt.Errorf("time %s cannot be stored (outside 1678-2262)", t.Format(time.RFC3339))
-	}
-	return t.UnixNano(), nil
-}
-
-func fromNanos(n int64) time.Time {
-	return time.Unix(0, n).UTC()
 }

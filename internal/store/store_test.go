@@ -462,31 +462,6 @@ func TestConcurrentWriters(t *testing.T) {
 	}
 }
 
-func TestTimeRoundTrip(t *testing.T) {
-	tests := []time.Time{
-		time.Date(2026, 11, 3, 10, 4, 5, 123456789, time.UTC),
-		time.Date(1970, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Date(1969, 12, 31, 23, 59, 59, 999999999, time.UTC),
-		time.Date(2262, 1, 1, 0, 0, 0, 0, time.UTC),
-		time.Now(), // with a monotonic reading and the local zone
-	}
-	for _, at := range tests {
-		n, err := toNanos(at)
-		if err != nil {
-			t.Errorf("toNanos(%v): %v", at, err)
-			continue
-		}
-		if got := fromNanos(n); !got.Equal(at) || got != at.UTC() {
-			t.Errorf("round trip of %v = %v", at, got)
-		}
-	}
-	for _, at := range []time.Time{{}, time.Date(2263, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(1677, 1, 1, 0, 0, 0, 0, time.UTC)} {
-		if _, err := toNanos(at); err == nil {
-			t.Errorf("toNanos(%v) succeeded, want an error", at)
-		}
-	}
-}
-
 func BenchmarkAppendAudit(b *testing.B) {
 	s := open(b)
 	ctx := context.Background()

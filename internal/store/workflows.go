@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/station-dev/station/internal/sqldb"
 )
 
 // The workflow run history. A run and its steps are written as the run
@@ -125,7 +127,7 @@ type NewWorkflowRun struct {
 // CreateWorkflowRun records a new run, running and owned by r.Owner, with
 // every step pending, in one transaction, and returns its id.
 func (s *Store) CreateWorkflowRun(ctx context.Context, r NewWorkflowRun) (int64, error) {
-	at, err := toNanos(r.At)
+	at, err := sqldb.ToNanos(r.At)
 	if err != nil {
 		return 0, fmt.Errorf("create workflow run: %w", err)
 	}
@@ -195,7 +197,7 @@ type AttemptStart struct {
 // attempt number must follow the stored one, so two writers cannot both
 // start the same attempt.
 func (s *Store) StartStepAttempt(ctx context.Context, a AttemptStart) error {
-	at, err := toNanos(a.At)
+	at, err := sqldb.ToNanos(a.At)
 	if err != nil {
 		return fmt.Errorf("start step %s: %w", a.Step, err)
 	}
@@ -260,7 +262,7 @@ type AttemptEnd struct {
 // FinishStepAttempt records the end of an attempt and, if it is final, of
 // its step, in one transaction.
 func (s *Store) FinishStepAttempt(ctx context.Context, a AttemptEnd) error {
-	at, err := toNanos(a.At)
+	at, err := sqldb.ToNanos(a.At)
 	if err != nil {
 		return fmt.Errorf("finish step %s: %w", a.Step, err)
 	}
@@ -316,7 +318,7 @@ func (s *Store) FinishStepAttempt(ctx context.Context, a AttemptEnd) error {
 // SkipStep records that a pending step was skipped (its condition was
 // false).
 func (s *Store) SkipStep(ctx context.Context, runID int64, owner, step string, at time.Time) error {
-	n, err := toNanos(at)
+	n, err := sqldb.ToNanos(at)
 	if err != nil {
 		return fmt.Errorf("skip step %s: %w", step, err)
 	}
@@ -343,7 +345,7 @@ func (s *Store) SkipStep(ctx context.Context, runID int64, owner, step string, a
 // FinishWorkflowRun records the end of a run: succeeded (with output),
 // failed or interrupted (with errMsg).
 func (s *Store) FinishWorkflowRun(ctx context.Context, id int64, owner string, status RunStatus, output []byte, errMsg string, at time.Time) error {
-	n, err := toNanos(at)
+	n, err := sqldb.ToNanos(at)
 	if err != nil {
 		return fmt.Errorf("finish run %d: %w", id, err)
 	}
@@ -384,7 +386,7 @@ var ErrDigestChanged = errors.New("the workflow file changed since the run start
 // again (its attempts are kept and go on counting), and the run is returned
 // as it is then. digest must be the run's digest.
 func (s *Store) ClaimWorkflowRun(ctx context.Context, id int64, owner, digest string, at time.Time) (WorkflowRun, error) {
-	n, err := toNanos(at)
+	n, err := sqldb.ToNanos(at)
 	if err != nil {
 		return WorkflowRun{}, fmt.Errorf("resume run %d: %w", id, err)
 	}
@@ -432,7 +434,7 @@ func (s *Store) ClaimWorkflowRun(ctx context.Context, id int64, owner, digest st
 // (alive returns false for it) as interrupted, each in its own transaction
 // that re-checks the run is unchanged, and returns their ids.
 func (s *Store) InterruptOrphanedRuns(ctx context.Context, alive func(WorkflowRun) bool, at time.Time) ([]int64, error) {
-	n, err := toNanos(at)
+	n, err := sqldb.ToNanos(at)
 	if err != nil {
 		return nil, fmt.Errorf("recover workflow runs: %w", err)
 	}
@@ -465,7 +467,7 @@ func (s *Store) InterruptOrphanedRuns(ctx context.Context, alive func(WorkflowRu
 
 const runColumns = `id, workflow, file, digest, inputs, status, output, error, owner, started_at, updated_at, finished_at, resumes`
 
-func scanRun(r scanner) (WorkflowRun, error) {
+func scanRun(r sqldb.Scanner) (WorkflowRun, error) {
 	var w WorkflowRun
 	var inputs, output []byte
 	var started, updated, finished int64
@@ -473,28 +475,15 @@ func scanRun(r scanner) (WorkflowRun, error) {
 		return WorkflowRun{}, err
 	}
 	w.Inputs, w.Output = inputs, output
-	w.StartedAt, w.UpdatedAt = fromNanos(started), fromNanos(updated)
+	w.StartedAt, w.UpdatedAt = sqldb.FromNanos(started), sqldb.FromNanos(updated)
 	if finished != 0 {
-		w.FinishedAt = fromNanos(finished)
+		w.FinishedAt = sqldb.FromNanos(finished)
 	}
 	return w, nil
 }
 
 func (s *Store) queryRuns(ctx context.Context, tail string, args ...any) ([]WorkflowRun, error) {
-	rows, err := s.db.QueryContext(ctx, `SELECT `+runColumns+` FROM workflow_runs `+tail, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []WorkflowRun
-	for rows.Next() {
-		r, err := scanRun(rows)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, r)
-	}
-	return out, rows.Err()
+	return sqldb.QueryAll(ctx, s.db, scanRun, `SELECT `+runColumns+` FROM workflow_runs `+tail, args...)
 }
 
 // WorkflowRuns returns the newest limit runs (without their steps), newest
@@ -521,66 +510,73 @@ func (s *Store) WorkflowRun(ctx context.Context, id int64) (WorkflowRun, error) 
 			return err
 		}
 		defer tx.Rollback()
-		run, err = scanRun(tx.QueryRowContext(ctx, `SELECT `+runColumns+` FROM workflow_runs WHERE id = ?`, id))
+		run, err = sqldb.QueryOne(ctx, tx, scanRun, `SELECT `+runColumns+` FROM workflow_runs WHERE id = ?`, id)
 		if errors.Is(err, sql.ErrNoRows) {
 			return ErrNotFound
 		}
 		if err != nil {
 			return err
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT step, position, uses, status, continued, input, output, error, attempts, started_at, finished_at
+		steps, err := sqldb.QueryAll(ctx, tx, scanStep, `SELECT step, position, uses, status, continued, input, output, error, attempts, started_at, finished_at
 			FROM workflow_steps WHERE run_id = ? ORDER BY position`, id)
 		if err != nil {
 			return err
 		}
 		index := map[string]int{}
-		for rows.Next() {
-			var st WorkflowStep
-			var input, output []byte
-			var started, finished int64
-			if err := rows.Scan(&st.Step, &st.Position, &st.Uses, &st.Status, &st.Continued, &input, &output, &st.Error, &st.Attempts, &started, &finished); err != nil {
-				rows.Close()
-				return err
-			}
-			st.Input, st.Output = input, output
-			if started != 0 {
-				st.StartedAt = fromNanos(started)
-			}
-			if finished != 0 {
-				st.FinishedAt = fromNanos(finished)
-			}
+		for _, st := range steps {
 			index[st.Step] = len(run.Steps)
 			run.Steps = append(run.Steps, st)
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		rows, err = tx.QueryContext(ctx, `SELECT step, attempt, trace, status, error, error_kind, started_at, finished_at
+		attempts, err := sqldb.QueryAll(ctx, tx, scanAttempt, `SELECT step, attempt, trace, status, error, error_kind, started_at, finished_at
 			FROM workflow_attempts WHERE run_id = ? ORDER BY step, attempt`, id)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var step string
-			var a StepAttempt
-			var started, finished int64
-			if err := rows.Scan(&step, &a.Attempt, &a.Trace, &a.Status, &a.Error, &a.ErrorKind, &started, &finished); err != nil {
-				return err
-			}
-			a.StartedAt = fromNanos(started)
-			if finished != 0 {
-				a.FinishedAt = fromNanos(finished)
-			}
-			if i, ok := index[step]; ok {
-				run.Steps[i].AttemptLog = append(run.Steps[i].AttemptLog, a)
+		for _, a := range attempts {
+			if i, ok := index[a.step]; ok {
+				run.Steps[i].AttemptLog = append(run.Steps[i].AttemptLog, a.StepAttempt)
 			}
 		}
-		return rows.Err()
+		return nil
 	}()
 	if err != nil {
 		return WorkflowRun{}, fmt.Errorf("workflow run %d: %w", id, err)
 	}
 	return run, nil
+}
+
+func scanStep(r sqldb.Scanner) (WorkflowStep, error) {
+	var st WorkflowStep
+	var input, output []byte
+	var started, finished int64
+	if err := r.Scan(&st.Step, &st.Position, &st.Uses, &st.Status, &st.Continued, &input, &output, &st.Error, &st.Attempts, &started, &finished); err != nil {
+		return WorkflowStep{}, err
+	}
+	st.Input, st.Output = input, output
+	if started != 0 {
+		st.StartedAt = sqldb.FromNanos(started)
+	}
+	if finished != 0 {
+		st.FinishedAt = sqldb.FromNanos(finished)
+	}
+	return st, nil
+}
+
+// stepAttempt is an attempt with the step it belongs to.
+type stepAttempt struct {
+	step string
+	StepAttempt
+}
+
+func scanAttempt(r sqldb.Scanner) (stepAttempt, error) {
+	var a stepAttempt
+	var started, finished int64
+	if err := r.Scan(&a.step, &a.Attempt, &a.Trace, &a.Status, &a.Error, &a.ErrorKind, &started, &finished); err != nil {
+		return stepAttempt{}, err
+	}
+	a.StartedAt = sqldb.FromNanos(started)
+	if finished != 0 {
+		a.FinishedAt = sqldb.FromNanos(finished)
+	}
+	return a, nil
 }
