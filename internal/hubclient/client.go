@@ -21,13 +21,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/stationhttp"
 )
 
 // maxAnswer bounds an answer other than a bundle.
@@ -64,7 +64,7 @@ func New(baseURL string, hc *http.Client, o Options) (*Client, error) {
 	switch u.Scheme {
 	case "https":
 	case "http":
-		if !o.AllowInsecure && !isLoopback(u.Hostname()) {
+		if !o.AllowInsecure && !stationhttp.IsLoopback(u.Hostname()) {
 			return nil, fmt.Errorf("hub URL %q: plain http is allowed only to a loopback address; use https", baseURL)
 		}
 	default:
@@ -80,14 +80,6 @@ func New(baseURL string, hc *http.Client, o Options) (*Client, error) {
 	s := c
 	s.Timeout = 0
 	return &Client{base: u, http: &c, streams: &s, token: o.Token}, nil
-}
-
-func isLoopback(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 // URL returns the hub's base URL.

@@ -369,3 +369,23 @@ func TestPathSegmentsEscaped(t *testing.T) {
 		t.Errorf("Keys(a path) = %v, want invalid_name", err)
 	}
 }
+
+// TestPlainHTTPOnlyToLoopback: plain http is accepted only for a hub on
+// this machine (stationhttp.IsLoopback), however localhost is spelled.
+func TestPlainHTTPOnlyToLoopback(t *testing.T) {
+	hc := &http.Client{}
+	for url, ok := range map[string]bool{
+		"http://127.0.0.1:7777":    true,
+		"http://LOCALHOST.:7777":   true,
+		"http://[::1]:7777/hub":    true,
+		"http://0.0.0.0:7777":      false,
+		"http://hub.example.com":   false,
+		"http://localhost.example": false,
+		"https://hub.example.com":  true,
+	} {
+		_, err := hubclient.New(url, hc, hubclient.Options{})
+		if (err == nil) != ok {
+			t.Errorf("New(%s) = %v, want accepted %v", url, err, ok)
+		}
+	}
+}

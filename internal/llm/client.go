@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/stationhttp"
 )
 
 // Defaults for the zero values of Config.
@@ -131,7 +132,7 @@ func (c *Client) check() (endpoint, host string, err error) {
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return fail(fmt.Sprintf("base URL %q is not an http(s) URL without credentials, query or fragment", sandbox.Sanitize(redactURL(c.cfg.BaseURL))))
 	}
-	loopback := isLoopback(u.Hostname())
+	loopback := stationhttp.IsLoopback(u.Hostname())
 	if u.Scheme == "http" && !loopback {
 		return fail(fmt.Sprintf("base URL %s uses plain http: the key would travel unencrypted; use https (http is accepted only for a server on this machine)", u.Redacted()))
 	}
@@ -540,12 +541,4 @@ func redactURL(s string) string {
 	u.RawQuery = ""
 	u.Fragment = ""
 	return u.String()
-}
-
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

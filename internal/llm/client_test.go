@@ -285,6 +285,23 @@ func TestLoopbackWithoutKey(t *testing.T) {
 	}
 }
 
+// Plain http, and no key, are accepted only for a server on this machine
+// (stationhttp.IsLoopback), however localhost is spelled.
+func TestPlainHTTPOnlyToLoopback(t *testing.T) {
+	for base, ok := range map[string]bool{
+		"http://127.0.0.1:11434/v1":   true,
+		"http://LOCALHOST.:11434/v1":  true,
+		"http://[::1]:11434/v1":       true,
+		"http://0.0.0.0:11434/v1":     false,
+		"http://localhost.example/v1": false,
+	} {
+		err := llm.New(llm.Config{BaseURL: base, Model: "m"}, nil).Check()
+		if (err == nil) != ok {
+			t.Errorf("Check() for %s without a key = %v, want accepted %v", base, err, ok)
+		}
+	}
+}
+
 func TestInvalidRequests(t *testing.T) {
 	srv := llmtest.New(t)
 	cfg := srv.Config()
