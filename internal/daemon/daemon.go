@@ -546,6 +546,15 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, recs)
 }
 
+// tooLarge is the message of a request body over limit bytes: the limit for
+// people and in bytes, and that no setting raises it — a larger input runs
+// only in the caller's own process, where the module's limits.max_input
+// alone bounds it.
+func tooLarge(limit int64) string {
+	return fmt.Sprintf("request body over the daemon's limit of %s (%d bytes), which no setting raises; run the command with --no-daemon to pass a larger input (up to the module's limits.max_input)",
+		sandbox.FormatBytes(uint64(limit)), limit)
+}
+
 // decodeBody decodes a JSON request body strictly.
 func decodeBody(r *http.Request, v any) *APIError {
 	dec := json.NewDecoder(r.Body)
@@ -553,7 +562,7 @@ func decodeBody(r *http.Request, v any) *APIError {
 	if err := dec.Decode(v); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return &APIError{Code: CodeTooLarge, Message: fmt.Sprintf("request body over %d bytes", mbe.Limit)}
+			return &APIError{Code: CodeTooLarge, Message: tooLarge(mbe.Limit)}
 		}
 		return &APIError{Code: CodeBadRequest, Message: "request body: " + err.Error()}
 	}

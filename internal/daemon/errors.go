@@ -44,27 +44,33 @@ type APIError struct {
 }
 
 // APILimit is a *sandbox.LimitError on the wire, with the keys of a
-// violation.
+// violation: Bytes says Limit counts bytes, Key is the setting that raises
+// it and KeyIn the file it is set in ("manifest" or "config").
 type APILimit struct {
 	Module     string
 	Capability sandbox.Capability
 	Target     string
 	Reason     string
-	Limit      int64 `json:",omitempty"`
+	Limit      int64           `json:",omitempty"`
+	Bytes      bool            `json:",omitempty"`
+	Key        string          `json:",omitempty"`
+	KeyIn      sandbox.KeyFile `json:",omitempty"`
 }
 
 func apiLimit(le *sandbox.LimitError) *APILimit {
 	if le == nil {
 		return nil
 	}
-	return &APILimit{Module: le.Module, Capability: le.Capability, Target: le.Target, Reason: le.Reason, Limit: le.Limit}
+	return &APILimit{Module: le.Module, Capability: le.Capability, Target: le.Target, Reason: le.Reason, Limit: le.Limit,
+		Bytes: le.Bytes, Key: le.Key, KeyIn: le.KeyIn}
 }
 
 func (l *APILimit) err() *sandbox.LimitError {
 	if l == nil {
 		return nil
 	}
-	return &sandbox.LimitError{Module: l.Module, Capability: l.Capability, Target: l.Target, Reason: l.Reason, Limit: l.Limit}
+	return &sandbox.LimitError{Module: l.Module, Capability: l.Capability, Target: l.Target, Reason: l.Reason, Limit: l.Limit,
+		Bytes: l.Bytes, Key: l.Key, KeyIn: l.KeyIn}
 }
 
 func (e *APIError) Error() string { return e.Message }

@@ -408,6 +408,7 @@ func (g *Gate) check(ctx context.Context, req *abi.ProcessRequest) (*call, error
 		var over *sizeError
 		if errors.As(err, &over) {
 			le := sandbox.Exceed(g.module, sandbox.Subprocess, what, over.reason, over.limit, ErrTooLarge)
+			le.Bytes = over.bytes // the station's own limits: no key raises them
 			g.rec.Record(le.Decision(sandbox.CallFrom(ctx)))
 			return nil, le
 		}
@@ -466,6 +467,7 @@ func (g *Gate) check(ctx context.Context, req *abi.ProcessRequest) (*call, error
 type sizeError struct {
 	limit  int64
 	reason string
+	bytes  bool // limit counts bytes
 }
 
 func (e *sizeError) Error() string { return ErrTooLarge.Error() + ": " + e.reason }
@@ -473,6 +475,11 @@ func (e *sizeError) Unwrap() error { return ErrTooLarge }
 
 func overLimit(limit int, format string, args ...any) error {
 	return &sizeError{limit: int64(limit), reason: fmt.Sprintf(format, args...)}
+}
+
+// overBytes is overLimit for a limit of bytes.
+func overBytes(limit int, format string, args ...any) error {
+	return &sizeError{limit: int64(limit), reason: fmt.Sprintf(format, args...), bytes: true}
 }
 
 // checkShape refuses malformed and oversized requests.
@@ -490,7 +497,7 @@ func checkShape(req *abi.ProcessRequest) error {
 		return overLimit(MaxEnv, "%d variables exceed %d", len(req.Env), MaxEnv)
 	}
 	if len(req.Stdin) > MaxStdin {
-		return overLimit(MaxStdin, "stdin of %d bytes exceeds %d", len(req.Stdin), MaxStdin)
+		return overBytes(MaxStdin, "stdin of %d bytes exceeds %d", len(req.Stdin), MaxStdin)
 	}
 	size := 0
 	for i, a := range req.Argv {
@@ -509,7 +516,7 @@ func checkShape(req *abi.ProcessRequest) error {
 		}
 	}
 	if size > MaxArgBytes {
-		return overLimit(MaxArgBytes, "arguments and variables of %d bytes exceed %d", size, MaxArgBytes)
+		return overBytes(MaxArgBytes, "arguments and variables of %d bytes exceed %d", size, MaxArgBytes)
 	}
 	if d := req.Dir; d != "" {
 		if len(d) > maxPathLen || strings.IndexByte(d, 0) >= 0 || !filepath.IsAbs(d) || filepath.Clean(d) != d {

@@ -7,9 +7,13 @@ import (
 )
 
 // limited records a refusal over a limit for the instance with hooks h, sets
-// the WASI error number it reaches the guest as, and returns e.
-func (g *Gate) limited(h Hooks, inst *instanceState, target, reason string, limit int64, wasi uint32, e errno) errno {
+// the WASI error number it reaches the guest as, and returns e. key is the
+// key of config.yaml that sets the limit ("" for the process's share).
+func (g *Gate) limited(h Hooks, inst *instanceState, target, reason string, limit int64, key string, wasi uint32, e errno) errno {
 	le := sandbox.Exceed(g.module, sandbox.Filesystem, target, reason, limit, nil)
+	if key != "" {
+		le.Key, le.KeyIn = key, sandbox.InConfig
+	}
 	g.rec.Record(le.Decision(h.call()))
 	if h.Limited != nil {
 		h.Limited(le)
@@ -25,11 +29,11 @@ func (g *Gate) limited(h Hooks, inst *instanceState, target, reason string, limi
 // number, after recording the refusal, if one of them is spent.
 func (g *Gate) takeOpen(h Hooks, s *instanceState, target string) errno {
 	if !s.open.take(g.openPerInstance) {
-		return g.limited(h, s, target, fmt.Sprintf("would exceed its limit of %d open files per instance (filesystem.open_files_per_instance); close the files it no longer needs", g.openPerInstance), g.openPerInstance, wasiEMFILE, errTooManyOpen)
+		return g.limited(h, s, target, fmt.Sprintf("would exceed its limit of %d open files per instance; close the files it no longer needs", g.openPerInstance), g.openPerInstance, "filesystem.open_files_per_instance", wasiEMFILE, errTooManyOpen)
 	}
 	if !g.open.take(g.openFiles) {
 		s.open.put()
-		return g.limited(h, s, target, fmt.Sprintf("would exceed its limit of %d open files over all its instances (filesystem.open_files)", g.openFiles), g.openFiles, wasiEMFILE, errTooManyOpen)
+		return g.limited(h, s, target, fmt.Sprintf("would exceed its limit of %d open files over all its instances", g.openFiles), g.openFiles, "filesystem.open_files", wasiEMFILE, errTooManyOpen)
 	}
 	return 0
 }
@@ -49,7 +53,7 @@ func (m *mountFS) takeFD(target string) errno {
 	}
 	if d := g.fds; !d.take(d.limit) {
 		g.putOpen(m.inst)
-		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed the %d descriptors all modules share (the process limit less the station's reserve)", d.limit), d.limit, wasiENFILE, errTooManyOpen)
+		return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed the %d descriptors all modules share (the process limit less the station's reserve)", d.limit), d.limit, "", wasiENFILE, errTooManyOpen)
 	}
 	return 0
 }
@@ -68,7 +72,7 @@ func (m *mountFS) takeEntry(target string) errno {
 	for {
 		n := g.acct.entries.Load()
 		if n >= g.maxEntries {
-			return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d files and directories (filesystem.entries; %d in use)", g.maxEntries, n), g.maxEntries, wasiEDQUOT, errQuota)
+			return g.limited(m.hooks, m.inst, target, fmt.Sprintf("would exceed its limit of %d files and directories (%d in use)", g.maxEntries, n), g.maxEntries, "filesystem.entries", wasiEDQUOT, errQuota)
 		}
 		if g.acct.entries.CompareAndSwap(n, n+1) {
 			g.acct.gen.Add(1)

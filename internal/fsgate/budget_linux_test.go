@@ -116,18 +116,21 @@ func TestOpenFileBudgets(t *testing.T) {
 	}
 
 	want := []string{
-		"would exceed its limit of 3 open files per instance (filesystem.open_files_per_instance); close the files it no longer needs",
-		"would exceed its limit of 5 open files over all its instances (filesystem.open_files)",
+		"would exceed its limit of 3 open files per instance; close the files it no longer needs",
+		"would exceed its limit of 5 open files over all its instances",
 	}
+	keys := []string{"filesystem.open_files_per_instance", "filesystem.open_files"}
 	if len(limits) != 2 {
 		t.Fatalf("%d refusals reported to the instances, want 2: %v", len(limits), limits)
 	}
 	for i, le := range limits {
-		if le.Module != "dave/hoarder" || le.Capability != sandbox.Filesystem || le.Reason != want[i] || le.Target != base+"/out/a.txt" {
+		if le.Module != "dave/hoarder" || le.Capability != sandbox.Filesystem || le.Reason != want[i] || le.Target != base+"/out/a.txt" ||
+			le.Key != keys[i] || le.KeyIn != sandbox.InConfig {
 			t.Errorf("refusal %d: %+v", i, le)
 		}
 	}
-	if le := limits[0]; le.Limit != 3 || !strings.Contains(le.Error(), "module dave/hoarder") {
+	if le := limits[0]; le.Limit != 3 || le.Error() != `limit exceeded: module dave/hoarder: filesystem: "`+base+`/out/a.txt" `+want[0]+
+		" (the operator can raise it with filesystem.open_files_per_instance in config.yaml)" {
 		t.Errorf("refusal %q, limit %d", le.Error(), le.Limit)
 	}
 	var denied int
@@ -264,7 +267,8 @@ func TestEntryLimit(t *testing.T) {
 			t.Errorf("%s was created over the limit", n)
 		}
 	}
-	if len(limits) != 5 || limits[0].Reason != "would exceed its limit of 5 files and directories (filesystem.entries; 5 in use)" || limits[0].Limit != 5 {
+	if len(limits) != 5 || limits[0].Reason != "would exceed its limit of 5 files and directories (5 in use)" || limits[0].Limit != 5 ||
+		limits[0].Key != "filesystem.entries" || limits[0].KeyIn != sandbox.InConfig {
 		t.Errorf("refusals: %v", limits)
 	}
 	if n := strings.Count(summary(rec, base), "deny "); n != 5 {

@@ -164,7 +164,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	}
 	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}
 	if len(input) > m.limits.MaxInput {
-		e := sandbox.Exceed(m.id, sandbox.Host, "input", fmt.Sprintf("input of %d bytes exceeds the limit of %d", len(input), m.limits.MaxInput), int64(m.limits.MaxInput), nil)
+		e := m.overLimit("input", fmt.Sprintf("input of %d bytes exceeds the limit of %d", len(input), m.limits.MaxInput), int64(m.limits.MaxInput), "limits.max_input")
 		m.rec.Record(e.Decision(call))
 		return nil, &CallError{Module: m.id, Command: command, Kind: KindInput, Msg: e.Reason, Limit: e}
 	}

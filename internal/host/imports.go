@@ -16,6 +16,7 @@ import (
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/manifest"
 )
 
 // The station imports are registered with the stack-based API
@@ -168,7 +169,7 @@ func (m *Module) outputSet(ctx context.Context, mod api.Module, stack []uint64) 
 	}
 	if int64(n) > int64(m.limits.MaxOutput) {
 		stack[0] = negStatus(abi.StatusTooLarge)
-		e := m.exceed(&inst.st, abi.ImportOutputSet, fmt.Sprintf("the module's result of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput), int64(m.limits.MaxOutput))
+		e := m.exceed(&inst.st, abi.ImportOutputSet, fmt.Sprintf("the module's result of %d bytes exceeds the limit of %d", n, m.limits.MaxOutput), int64(m.limits.MaxOutput), "limits.max_output")
 		inst.st.outputErr = e.Reason
 		return
 	}
@@ -192,7 +193,7 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 		return
 	}
 	if n > MaxLogLine {
-		m.exceed(&inst.st, abi.ImportLog, fmt.Sprintf("line of %d bytes exceeds the limit of %d; nothing was logged", n, MaxLogLine), MaxLogLine)
+		m.exceed(&inst.st, abi.ImportLog, fmt.Sprintf("line of %d bytes exceeds the limit of %d; nothing was logged", n, MaxLogLine), MaxLogLine, "")
 		stack[0] = negStatus(abi.StatusTooLarge)
 		return
 	}
@@ -259,7 +260,7 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 	}
 	st := &inst.st
 	if int64(n) > int64(m.limits.MaxArg) {
-		e := m.exceed(st, name, fmt.Sprintf("request document of %d bytes exceeds the limit of %d", n, m.limits.MaxArg), int64(m.limits.MaxArg))
+		e := m.exceed(st, name, fmt.Sprintf("request document of %d bytes exceeds the limit of %d", n, m.limits.MaxArg), int64(m.limits.MaxArg), "limits.max_request")
 		stack[0] = m.errResult(st, abi.StatusTooLarge, errorDoc(e))
 		return
 	}
@@ -314,7 +315,7 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 				live++
 			}
 		}
-		m.exceed(st, name, fmt.Sprintf("result document of %d bytes does not fit: %d live buffers hold %d bytes, and a call may hold at most %d buffers and %d bytes (the result was dropped)", len(doc), live, st.bufBytes, MaxBuffers, st.bufBudget), int64(st.bufBudget))
+		m.exceed(st, name, fmt.Sprintf("result document of %d bytes does not fit: %d live buffers hold %d bytes, and a call may hold at most %d buffers and %d bytes (the result was dropped)", len(doc), live, st.bufBytes, MaxBuffers, st.bufBudget), int64(st.bufBudget), "")
 		stack[0] = abi.Pack(abi.StatusTooLarge, 0)
 		return
 	}
@@ -329,13 +330,27 @@ func (m *Module) errResult(st *callState, s abi.Status, e *abi.Error) uint64 {
 	return abi.Pack(s, st.newBuf(doc))
 }
 
-// exceed records a refusal over one of the host boundary's limits and
-// returns it; the first of a call is attached to the call's error.
-func (m *Module) exceed(st *callState, target, reason string, limit int64) *sandbox.LimitError {
-	e := sandbox.Exceed(m.id, sandbox.Host, target, reason, limit, nil)
+// exceed records a refusal over one of the host boundary's limits, of limit
+// bytes, and returns it; the first of a call is attached to the call's
+// error. key is the manifest key that sets the limit ("" for the station's
+// own limits).
+func (m *Module) exceed(st *callState, target, reason string, limit int64, key string) *sandbox.LimitError {
+	e := m.overLimit(target, reason, limit, key)
 	m.rec.Record(e.Decision(st.call))
 	if st.limit == nil {
 		st.limit = e
+	}
+	return e
+}
+
+// overLimit is the refusal of a host-boundary limit of limit bytes that the
+// manifest's key sets (none: ""). At the station's maximum the key cannot
+// raise it, and the error does not say it can.
+func (m *Module) overLimit(target, reason string, limit int64, key string) *sandbox.LimitError {
+	e := sandbox.Exceed(m.id, sandbox.Host, target, reason, limit, nil)
+	e.Bytes = true
+	if key != "" && limit < manifest.MaxDocument {
+		e.Key, e.KeyIn = key, sandbox.InManifest
 	}
 	return e
 }

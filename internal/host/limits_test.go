@@ -80,14 +80,15 @@ func TestLimitsAreRecorded(t *testing.T) {
 		act    probe.Action
 		target string
 		reason string
-		doc    bool // the guest gets an Error document
+		detail string // what the error adds: the limit for people, and the manifest key that raises it
+		doc    bool   // the guest gets an Error document
 	}{
 		{"request document", probe.Raw(abi.ImportHTTPRequest, 16, 4096).ReadBuffer(), abi.ImportHTTPRequest,
-			"request document of 4096 bytes exceeds the limit of 1024", true},
+			"request document of 4096 bytes exceeds the limit of 1024", "; the limit is 1 KiB (raise it with limits.max_request in the module's manifest)", true},
 		{"log line", probe.Raw(abi.ImportLog, 1, 16, host.MaxLogLine+1), abi.ImportLog,
-			"line of 65537 bytes exceeds the limit of 65536; nothing was logged", false},
+			"line of 65537 bytes exceeds the limit of 65536; nothing was logged", "; the limit is 64 KiB", false},
 		{"output", probe.Raw(abi.ImportOutputSet, 16, 4096), abi.ImportOutputSet,
-			"the module's result of 4096 bytes exceeds the limit of 1024", false},
+			"the module's result of 4096 bytes exceeds the limit of 1024", "; the limit is 1 KiB (raise it with limits.max_output in the module's manifest)", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -112,7 +113,7 @@ func TestLimitsAreRecorded(t *testing.T) {
 						t.Fatalf("error document %q: %v", deref(res[0].Buffer), err)
 					}
 					want := abi.Error{Code: "too_large", Capability: "host", Target: tt.target, Reason: tt.reason,
-						Message: `limit exceeded: module test/probe: host: "` + tt.target + `" ` + tt.reason}
+						Message: `limit exceeded: module test/probe: host: "` + tt.target + `" ` + tt.reason + tt.detail}
 					if e != want {
 						t.Errorf("error document\n got %+v\nwant %+v", e, want)
 					}
@@ -121,8 +122,8 @@ func TestLimitsAreRecorded(t *testing.T) {
 				// output_set's refusal fails the call: the error names the
 				// module and the limit.
 				var ce *host.CallError
-				if !errors.As(err, &ce) || ce.Limit == nil || ce.Limit.Reason != tt.reason || !strings.Contains(err.Error(), "module test/probe") || !strings.Contains(err.Error(), "1024") {
-					t.Errorf("call error %v, want one naming test/probe and the limit", err)
+				if want := "module test/probe: run: " + tt.reason + tt.detail; !errors.As(err, &ce) || ce.Limit == nil || ce.Limit.Reason != tt.reason || err.Error() != want {
+					t.Errorf("call error\n got %v\nwant %s", err, want)
 				}
 			}
 			var got []sandbox.Decision
@@ -147,8 +148,9 @@ func TestLimitsAreRecorded(t *testing.T) {
 	before := rec.Len()
 	_, err := h.Call(context.Background(), "test/probe", probe.Command, []byte(`"`+strings.Repeat("x", 3000)+`"`))
 	var ce *host.CallError
-	if !errors.As(err, &ce) || ce.Kind != host.KindInput || ce.Limit == nil || ce.Limit.Limit != 2048 || !strings.Contains(err.Error(), "module test/probe") {
-		t.Errorf("oversized input: %v", err)
+	const want = "module test/probe: run: input of 3002 bytes exceeds the limit of 2048; the limit is 2 KiB (raise it with limits.max_input in the module's manifest)"
+	if !errors.As(err, &ce) || ce.Kind != host.KindInput || ce.Limit == nil || ce.Limit.Limit != 2048 || ce.Limit.Key != "limits.max_input" || err.Error() != want {
+		t.Errorf("oversized input:\n got %v\nwant %s", err, want)
 	}
 	if got := rec.Since(before); len(got) != 1 || got[0].Module != "test/probe" || got[0].Target != "input" || got[0].Reason != "input of 3002 bytes exceeds the limit of 2048" {
 		t.Errorf("oversized input: decisions %+v", got)

@@ -326,10 +326,12 @@ func (g *Gate) deny(ctx context.Context, target, reason string) *sandbox.Violati
 	return v
 }
 
-// exceed records a refusal over a limit and returns it as a
-// *sandbox.LimitError that wraps ErrTooLarge. target must be redacted.
+// exceed records a refusal over a limit of limit bytes and returns it as a
+// *sandbox.LimitError that wraps ErrTooLarge. target must be redacted. The
+// gate's size limits are the station's own: no key raises them.
 func (g *Gate) exceed(ctx context.Context, target, reason string, limit int64) *sandbox.LimitError {
 	e := sandbox.Exceed(g.module, sandbox.Network, target, reason, limit, ErrTooLarge)
+	e.Bytes = true
 	g.rec.Record(e.Decision(sandbox.CallFrom(ctx)))
 	return e
 }

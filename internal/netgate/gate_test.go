@@ -885,14 +885,15 @@ func TestGateLimitsNameTheModule(t *testing.T) {
 			if !errors.As(err, &le) {
 				t.Fatalf("error = %v (%T), want a *sandbox.LimitError", err, err)
 			}
-			if got, want := *le, (sandbox.LimitError{Module: "dave/stripe", Capability: sandbox.Network, Target: le.Target, Reason: tt.reason, Limit: tt.limit, Err: ErrTooLarge}); got != want {
+			if got, want := *le, (sandbox.LimitError{Module: "dave/stripe", Capability: sandbox.Network, Target: le.Target, Reason: tt.reason, Limit: tt.limit, Bytes: true, Err: ErrTooLarge}); got != want {
 				t.Errorf("limit error\n got %+v\nwant %+v", got, want)
 			}
 			if !strings.HasPrefix(le.Target, tt.target) {
 				t.Errorf("target %q, want %q", le.Target, tt.target)
 			}
-			if msg := err.Error(); !strings.Contains(msg, "module dave/stripe") || !strings.Contains(msg, strconv.FormatInt(tt.limit, 10)) {
-				t.Errorf("error %q does not name the module and the limit", msg)
+			if msg := err.Error(); !strings.Contains(msg, "module dave/stripe") || !strings.Contains(msg, strconv.FormatInt(tt.limit, 10)) ||
+				!strings.HasSuffix(msg, "; the limit is "+sandbox.FormatBytes(uint64(tt.limit))) {
+				t.Errorf("error %q does not name the module and the limit, in bytes and for people", msg)
 			}
 			recs := w.rec.All()[before:]
 			last := recs[len(recs)-1]
