@@ -24,7 +24,3 @@ func (e *Error) Error() string {
 // quote renders s for an error message: Go-quoted (so control bytes and
 // invalid UTF-8 are escaped) and bounded.
 func quote(s string) string { return yamlx.Quote(s) }
-
-// printable returns s unchanged when it has only printable characters, and
-// Go-quoted otherwise.
-func printable(s string) string { return yamlx.Printable(s) }

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // head is the smallest valid manifest; tests append a requires or limits
@@ -238,7 +240,7 @@ func TestTooManyErrors(t *testing.T) {
 	}
 	_, err := Parse(FileName, []byte(b.String()))
 	errs := errorsOf(t, err)
-	if got, want := len(errs), maxErrors+1; got != want {
+	if got, want := len(errs), yamlx.MaxProblems+1; got != want {
 		t.Fatalf("got %d errors, want %d", got, want)
 	}
 	if last := errs[len(errs)-1]; !strings.Contains(last.Msg, "too many errors") {

@@ -5,12 +5,13 @@ import (
 	"io/fs"
 	"path"
 	"regexp"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // Each check below returns "" for a valid value, or what is wrong with it
@@ -459,52 +460,13 @@ func hasDotDot(s string) bool {
 // ParseSize parses a byte size as written in manifests and the station
 // configuration: a non-negative integer number of bytes, optionally followed
 // by B, KiB, MiB or GiB ("64MiB", "1GiB", "65536"). Decimal units (KB, MB,
-// GB) are refused so that "64MB" cannot silently mean 64 MiB.
-func ParseSize(s string) (uint64, error) {
-	i := 0
-	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
-		i++
-	}
-	if i == 0 {
-		return 0, fmt.Errorf("%s is not a size (write it like 64MiB or 1GiB)", quote(s))
-	}
-	n, err := strconv.ParseUint(s[:i], 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s is too large", quote(s))
-	}
-	unit := strings.TrimPrefix(s[i:], " ")
-	var mult uint64
-	switch unit {
-	case "", "B":
-		mult = 1
-	case "KiB":
-		mult = 1 << 10
-	case "MiB":
-		mult = 1 << 20
-	case "GiB":
-		mult = 1 << 30
-	default:
-		return 0, fmt.Errorf("%s has an unknown unit %s (use B, KiB, MiB or GiB)", quote(s), quote(unit))
-	}
-	if n > (1<<64-1)/mult {
-		return 0, fmt.Errorf("%s is too large", quote(s))
-	}
-	return n * mult, nil
-}
+// GB) are refused so that "64MB" cannot silently mean 64 MiB. The grammar
+// is yamlx's, the same for every YAML file of the station.
+func ParseSize(s string) (uint64, error) { return yamlx.ParseSize(s) }
 
 // FormatSize renders n as ParseSize reads it, in the largest unit that
 // divides it exactly ("64MiB", "1536KiB", "100B").
-func FormatSize(n uint64) string {
-	switch {
-	case n != 0 && n%(1<<30) == 0:
-		return strconv.FormatUint(n>>30, 10) + "GiB"
-	case n != 0 && n%(1<<20) == 0:
-		return strconv.FormatUint(n>>20, 10) + "MiB"
-	case n != 0 && n%(1<<10) == 0:
-		return strconv.FormatUint(n>>10, 10) + "KiB"
-	}
-	return strconv.FormatUint(n, 10) + "B"
-}
+func FormatSize(n uint64) string { return yamlx.FormatSize(n) }
 
 // checkEnvName validates a subprocess environment variable name. Loader and
 // interpreter start-up variables are refused here already; the subprocess

@@ -34,9 +34,9 @@ func (e *Error) Error() string { return (*yamlx.Problem)(e).Error() }
 // quote renders s Go-quoted and bounded, for error messages.
 func quote(s string) string { return yamlx.Quote(s) }
 
-// decoder walks config.yaml's node tree with the machinery of the manifest
-// decoder (yamlx): positions on every error, unknown and duplicate keys
-// refused, all problems reported.
+// decoder walks config.yaml's node tree with the machinery and the wording
+// of the manifest decoder (yamlx): positions on every error, unknown and
+// duplicate keys, anchors and aliases refused, all problems reported.
 type decoder struct {
 	*yamlx.Decoder
 	file string
@@ -45,26 +45,6 @@ type decoder struct {
 	// explicit records which limits the file set, to tell a conflict the
 	// operator wrote from a default that no longer fits.
 	explicit map[string]*yaml.Node
-}
-
-// style is how config.yaml words problems. It differs from the manifest's
-// in what the file had before yamlx; see yamlx.Style.
-var style = yamlx.Style{
-	Doc: "config.yaml",
-	Syntax: func(msg string, _ []byte) string {
-		// Quote escapes control bytes and bounds the length; the quotes
-		// themselves are not wanted here. A cut message ends in "...".
-		q := strings.TrimSuffix(quote(msg), `"`)
-		if strings.HasSuffix(q, `"...`) {
-			q = strings.TrimSuffix(q, `"...`) + "..."
-		}
-		return "invalid YAML: " + strings.TrimPrefix(q, `"`)
-	},
-	ParseSize:      manifest.ParseSize,
-	FormatSize:     manifest.FormatSize,
-	PlainMergeKeys: true,
-	BasicTypes:     true,
-	NoQuoteHint:    true,
 }
 
 func (d *decoder) add(n *yaml.Node, field, entry, msg string) {
@@ -78,7 +58,7 @@ func (d *decoder) addf(n *yaml.Node, field, entry, format string, args ...any) {
 // decode parses data into a Config and sets d.errs. An empty file is the
 // defaults.
 func (d *decoder) decode(data []byte) *Config {
-	d.Decoder = yamlx.New(d.file, style)
+	d.Decoder = yamlx.New(d.file, "config.yaml")
 	c := d.config(data)
 	d.errs = yamlx.Errors[Error](d.Decoder)
 	return c
@@ -89,7 +69,7 @@ func (d *decoder) config(data []byte) *Config {
 	c := Default()
 	doc, _ := d.Document(data)
 	root := yamlx.Root(doc)
-	if root == nil || isNull(root) {
+	if root == nil || isNull(root) || !d.NoAliases(root) {
 		return c
 	}
 	d.explicit = map[string]*yaml.Node{}
@@ -203,7 +183,7 @@ func (d *decoder) network(n *yaml.Node, net *Network) {
 					return
 				}
 				if line, dup := first[r.Key()]; dup {
-					d.addf(e, path, s, "%s is already mapped (line %d)", r.Key(), line)
+					d.addf(e, path, s, "%s is already mapped (first at line %d)", r.Key(), line)
 					return
 				}
 				first[r.Key()] = e.Line
@@ -339,22 +319,12 @@ func (d *decoder) size(n *yaml.Node, path string, out *uint64) {
 	}
 }
 
+// duration decodes a duration of more than 0.
 func (d *decoder) duration(n *yaml.Node, path string, out *time.Duration) {
-	s, ok := d.str(n, path)
-	if !ok {
-		return
+	if v, ok := d.Duration(n, path, 0); ok {
+		*out = v
+		d.explicit[path] = n
 	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		d.addf(n, path, "", "%s is not a duration (write it like 30s, 5m or 1h)", quote(s))
-		return
-	}
-	if v <= 0 {
-		d.addf(n, path, "", "%s must be more than 0", quote(s))
-		return
-	}
-	*out = v
-	d.explicit[path] = n
 }
 
 // checkLimits checks that each default fits under its maximum. A default
@@ -371,7 +341,8 @@ func (d *decoder) checkLimits(l *Limits) {
 	}
 	if l.DefaultTimeout > l.MaxTimeout {
 		if n := d.explicit["limits.default_timeout"]; n != nil {
-			d.addf(n, "limits.default_timeout", "", "%s is more than limits.max_timeout (%s)", l.DefaultTimeout, l.MaxTimeout)
+			d.addf(n, "limits.default_timeout", "", "%s is more than limits.max_timeout (%s)",
+				yamlx.FormatDuration(l.DefaultTimeout), yamlx.FormatDuration(l.MaxTimeout))
 		} else {
 			l.DefaultTimeout = l.MaxTimeout
 		}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // LLM holds the station's LLM provider settings, the llm section of
@@ -66,13 +68,14 @@ var Providers = map[string]Provider{
 	"groq":   {BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY"},
 }
 
-func providerNames() string {
+// unknownProvider words a provider name that is not in Providers.
+func unknownProvider(name string) string {
 	names := make([]string, 0, len(Providers))
 	for n := range Providers {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return strings.Join(names, ", ")
+	return yamlx.Unknown("provider", name, names)
 }
 
 // LLMSettings are the effective LLM settings: the llm section with the
@@ -106,7 +109,7 @@ func (c *Config) LLMSettings(getenv func(string) string) (LLMSettings, error) {
 	if p := strings.TrimSpace(getenv(EnvLLMProvider)); p != "" {
 		preset, ok := Providers[p]
 		if !ok {
-			return s, fmt.Errorf("%s: unknown provider %q (known: %s)", EnvLLMProvider, p, providerNames())
+			return s, fmt.Errorf("%s: %s", EnvLLMProvider, unknownProvider(p))
 		}
 		provider, s.BaseURL = p, preset.BaseURL
 	}
@@ -183,7 +186,11 @@ func (d *decoder) llm(n *yaml.Node, l *LLM) {
 		{"provider", func(v *yaml.Node) {
 			str(v, "llm.provider", func(s string) string {
 				if _, ok := Providers[s]; !ok {
-					return fmt.Sprintf("unknown provider %s (known: %s; or set llm.base_url for any OpenAI-compatible server)", quote(s), providerNames())
+					msg := unknownProvider(s)
+					if !strings.HasSuffix(msg, "?") { // no "did you mean"
+						msg += "; for another OpenAI-compatible server, set llm.base_url instead"
+					}
+					return msg
 				}
 				return ""
 			}, &l.Provider)

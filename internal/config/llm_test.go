@@ -71,7 +71,8 @@ func TestLLMSettings(t *testing.T) {
 			env:  map[string]string{"STATION_LLM_PROVIDER": "groq"},
 			want: LLMSettings{BaseURL: "https://api.groq.com/openai/v1", KeyEnv: "GROQ_API_KEY or STATION_LLM_API_KEY", Timeout: DefaultLLMTimeout, MaxRetries: 2},
 		},
-		{name: "unknown provider in the environment", env: map[string]string{"STATION_LLM_PROVIDER": "acme"}, wantErr: `STATION_LLM_PROVIDER: unknown provider "acme" (known: groq, openai)`},
+		{name: "unknown provider in the environment", env: map[string]string{"STATION_LLM_PROVIDER": "acme"}, wantErr: `STATION_LLM_PROVIDER: unknown provider "acme" (known providers: groq, openai)`},
+		{name: "misspelt provider in the environment", env: map[string]string{"STATION_LLM_PROVIDER": "grok"}, wantErr: `STATION_LLM_PROVIDER: unknown provider "grok"; did you mean "groq"?`},
 		{name: "plain http base URL in the environment", env: map[string]string{"STATION_LLM_BASE_URL": "http://llm.example/v1"}, wantErr: "STATION_LLM_BASE_URL: \"http://llm.example/v1\" uses plain http"},
 		{name: "credentials in the environment's base URL", env: map[string]string{"STATION_LLM_BASE_URL": "https://u:sk-secret@llm.example/v1"}, wantErr: "STATION_LLM_BASE_URL: must not hold credentials"},
 	}

@@ -12,9 +12,6 @@ import (
 	"github.com/station-dev/station/internal/yamlx"
 )
 
-// maxErrors bounds how many errors one Parse reports.
-const maxErrors = 50
-
 // decoder walks a yaml.Node tree, building a Workflow and collecting every
 // problem.
 type decoder struct {
@@ -25,16 +22,6 @@ type decoder struct {
 	exprAt  map[*Expr]*yaml.Node
 	needsAt map[*Step][]*yaml.Node
 	outAt   *yaml.Node
-}
-
-// style is how workflow files word problems. It differs from the
-// manifest's in what the files had before yamlx; see yamlx.Style.
-var style = yamlx.Style{
-	Doc:            "a workflow",
-	MaxProblems:    maxErrors,
-	ListFields:     true,
-	PlainMergeKeys: true,
-	PlainTypes:     true,
 }
 
 // err returns the collected errors sorted by position, joined.
@@ -77,11 +64,7 @@ var isNull = yamlx.IsNull
 
 // duration decodes a duration of more than 0 and at most limit.
 func (d *decoder) duration(n *yaml.Node, path string, limit time.Duration) time.Duration {
-	t, ok := d.Duration(n, path)
-	if ok && (t <= 0 || t > limit) {
-		d.Addf(n, path, "%s is out of range (more than 0, at most %s)", quote(n.Value), limit)
-		return 0
-	}
+	t, _ := d.Duration(n, path, limit)
 	return t
 }
 
@@ -95,7 +78,7 @@ var (
 )
 
 func (d *decoder) decode(data []byte) *Workflow {
-	d.Decoder = yamlx.New(d.file, style)
+	d.Decoder = yamlx.New(d.file, "a workflow")
 	root := d.document(data)
 	if root == nil || !d.NoAliases(root) {
 		return nil
@@ -147,6 +130,9 @@ func (d *decoder) inputs(n *yaml.Node) []Input {
 	seen := map[string]int{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
+		if d.MergeKey(k, "inputs") {
+			continue
+		}
 		name, ok := d.Str(k, "inputs")
 		if !ok {
 			continue
@@ -368,6 +354,9 @@ func (d *decoder) llmWith(n *yaml.Node, path string) {
 	seen := map[string]bool{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
+		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
+			continue // template reported it
+		}
 		known := false
 		for _, f := range llmFields {
 			known = known || f == k.Value
@@ -399,6 +388,9 @@ func (d *decoder) node(n *yaml.Node, path string, exprs bool) tnode {
 		seen := map[string]int{}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
+			if d.MergeKey(k, path) {
+				continue
+			}
 			if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
 				d.Addf(k, path, "keys must be strings, not %s", d.Describe(k))
 				continue

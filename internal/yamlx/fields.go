@@ -2,7 +2,6 @@ package yamlx
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -30,10 +29,10 @@ func Fields[F ~struct {
 }
 
 // Mapping decodes the mapping n at path: each known key's value is handed
-// to its field's Decode, in document order; unknown keys, duplicate keys,
-// keys that are not strings and merge keys are problems. It returns the key
-// node of each field seen, or nil (after recording a problem) if n is not a
-// mapping.
+// to its field's Decode, in document order; unknown keys (with the closest
+// known one, see Unknown), duplicate keys, keys that are not strings and
+// merge keys are problems. It returns the key node of each field seen, or
+// nil (after recording a problem) if n is not a mapping.
 func (d *Decoder) Mapping(n *yaml.Node, path string, fields []Field) map[string]*yaml.Node {
 	if n.Kind != yaml.MappingNode || n.ShortTag() != "!!map" {
 		d.TypeError(n, path, "a mapping")
@@ -42,8 +41,7 @@ func (d *Decoder) Mapping(n *yaml.Node, path string, fields []Field) map[string]
 	seen := make(map[string]*yaml.Node, len(fields))
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if !d.style.PlainMergeKeys && k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			d.Add(k, path, "merge keys (<<) are not allowed in "+d.style.Doc)
+		if d.MergeKey(k, path) {
 			continue
 		}
 		if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!str" {
@@ -62,7 +60,13 @@ func (d *Decoder) Mapping(n *yaml.Node, path string, fields []Field) map[string]
 			}
 		}
 		if f == nil {
-			d.Add(k, path, d.unknownField(k.Value, fields))
+			d.AddFunc(k, path, func() string {
+				names := make([]string, len(fields))
+				for i, f := range fields {
+					names[i] = f.Name
+				}
+				return Unknown("field", k.Value, names)
+			})
 			continue
 		}
 		seen[k.Value] = k
@@ -71,50 +75,15 @@ func (d *Decoder) Mapping(n *yaml.Node, path string, fields []Field) map[string]
 	return seen
 }
 
-// unknownField describes an unknown key: the closest known one, if one is
-// close, or else all of them.
-func (d *Decoder) unknownField(name string, fields []Field) string {
-	msg := "unknown field " + Quote(name)
-	if !d.style.ListFields {
-		best, bestDist := "", 3
-		for _, f := range fields {
-			if dist := editDistance(strings.ToLower(name), f.Name); dist < bestDist {
-				best, bestDist = f.Name, dist
-			}
-		}
-		if best != "" {
-			return msg + fmt.Sprintf("; did you mean %q?", best)
-		}
+// MergeKey reports whether the key k of a mapping at path is a merge key
+// ("<<"), after recording that it is not allowed. Mapping checks its keys
+// with it; so must a caller that walks a mapping of its own.
+func (d *Decoder) MergeKey(k *yaml.Node, path string) bool {
+	if k.Kind != yaml.ScalarNode || k.ShortTag() != "!!merge" {
+		return false
 	}
-	names := make([]string, len(fields))
-	for i, f := range fields {
-		names[i] = f.Name
-	}
-	return msg + " (known fields: " + strings.Join(names, ", ") + ")"
-}
-
-// editDistance is the Levenshtein distance between a and b, in bytes. Names
-// longer than 64 bytes are never close to a field name.
-func editDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 {
-		return 64
-	}
-	prev, cur := make([]int, len(b)+1), make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
+	d.Addf(k, path, "merge keys (<<) are not allowed in %s; write the fields out in this mapping", d.doc)
+	return true
 }
 
 // IsNull reports whether n is an explicit or implicit YAML null ("key:"
@@ -124,7 +93,7 @@ func IsNull(n *yaml.Node) bool {
 }
 
 // Describe names the YAML type of n for a message: "a string", "a list",
-// "a mapping tagged !x".
+// "a timestamp", "a mapping tagged !x". Tags are escaped (see Printable).
 func (d *Decoder) Describe(n *yaml.Node) string {
 	tag := n.ShortTag()
 	switch n.Kind {
@@ -146,17 +115,10 @@ func (d *Decoder) Describe(n *yaml.Node) string {
 			return "a boolean"
 		case "!!null":
 			return "empty"
-		}
-		switch {
-		case d.style.BasicTypes:
-		case tag == "!!timestamp":
+		case "!!timestamp":
 			return "a timestamp"
-		default:
-			return "a value tagged " + d.name(tag)
 		}
-	}
-	if d.style.BasicTypes {
-		return "a value of another type"
+		return "a value tagged " + d.name(tag)
 	}
 	return "an unknown node"
 }
@@ -164,7 +126,7 @@ func (d *Decoder) Describe(n *yaml.Node) string {
 // tagged describes a mapping or list, naming its tag unless it is the
 // usual one.
 func (d *Decoder) tagged(what, tag, usual string) string {
-	if tag == usual || d.style.PlainTypes || d.style.BasicTypes {
+	if tag == usual {
 		return what
 	}
 	return what + " tagged " + d.name(tag)
@@ -175,7 +137,7 @@ func (d *Decoder) tagged(what, tag, usual string) string {
 // wanted gets a hint to quote it.
 func (d *Decoder) TypeError(n *yaml.Node, path, want string) {
 	msg := fmt.Sprintf("must be %s, not %s", want, d.Describe(n))
-	if !d.style.NoQuoteHint && want == "a string" && n.Kind == yaml.ScalarNode && n.Style == 0 {
+	if want == "a string" && n.Kind == yaml.ScalarNode && n.Style == 0 {
 		switch n.ShortTag() {
 		case "!!int", "!!float", "!!bool", "!!timestamp":
 			msg += fmt.Sprintf("; quote it: %q", n.Value)
@@ -232,34 +194,42 @@ func (d *Decoder) Int(n *yaml.Node, path string, lo, hi int) (int, bool) {
 }
 
 // Duration decodes a duration written as a string such as "30s" or
-// "1m30s". Its bounds are the caller's to check.
-func (d *Decoder) Duration(n *yaml.Node, path string) (time.Duration, bool) {
+// "1m30s", more than 0 and at most hi (0: no upper bound).
+func (d *Decoder) Duration(n *yaml.Node, path string, hi time.Duration) (time.Duration, bool) {
 	if !scalar(n, "!!str") {
 		d.TypeError(n, path, `a duration such as "30s"`)
 		return 0, false
 	}
 	t, err := time.ParseDuration(n.Value)
 	if err != nil {
-		d.Addf(n, path, "%s is not a duration (write it like 30s, 2m or 1m30s)", Quote(n.Value))
+		d.Addf(n, path, "%s is not a duration (write it like 30s, 5m or 1h30m)", Quote(n.Value))
+		return 0, false
+	}
+	switch {
+	case hi > 0 && (t <= 0 || t > hi):
+		d.Addf(n, path, "%s is out of range (more than 0, at most %s)", Quote(n.Value), FormatDuration(hi))
+		return 0, false
+	case t <= 0:
+		d.Addf(n, path, "%s is out of range (more than 0)", Quote(n.Value))
 		return 0, false
 	}
 	return t, true
 }
 
 // Size decodes a size from lo to hi bytes, written as an integer or as a
-// string such as example ("64MiB"), with Style.ParseSize.
+// string such as example ("64MiB"); see ParseSize.
 func (d *Decoder) Size(n *yaml.Node, path, example string, lo, hi uint64) (uint64, bool) {
 	if !scalar(n, "!!str", "!!int") {
 		d.TypeError(n, path, fmt.Sprintf("a size such as %q", example))
 		return 0, false
 	}
-	size, err := d.style.ParseSize(n.Value)
+	size, err := ParseSize(n.Value)
 	if err != nil {
 		d.Add(n, path, err.Error())
 		return 0, false
 	}
 	if size < lo || size > hi {
-		d.Addf(n, path, "%s is out of range (%s to %s)", Quote(n.Value), d.style.FormatSize(lo), d.style.FormatSize(hi))
+		d.Addf(n, path, "%s is out of range (%s to %s)", Quote(n.Value), FormatSize(lo), FormatSize(hi))
 		return 0, false
 	}
 	return size, true

@@ -10,9 +10,10 @@
 // line, column and field path, and Sort puts them in document order. What
 // each field means stays in the package that owns the file.
 //
-// The three formats word a few problems differently (their messages are what
-// users and golden tests see); Style holds those differences, so that each
-// keeps its wording. The zero Style gives the most precise one.
+// The three formats word every problem yamlx reports the same way; only the
+// name of the document ("a manifest", "config.yaml", "a workflow") differs.
+// Unknown and Closest give the same "did you mean" to a caller's own names
+// (a step id, an input, a command).
 package yamlx
 
 import (
@@ -62,67 +63,35 @@ func (p *Problem) Error() string {
 	return b.String()
 }
 
-// Style is how one file format words the problems a Decoder reports.
-type Style struct {
-	// Doc names the document in messages, e.g. "a manifest":
-	// "a manifest is one YAML document; found a second one",
-	// "aliases (*x) are not allowed in a manifest".
-	Doc string
-	// MaxProblems bounds how many problems are recorded; 0 means no bound.
-	// Past the bound further problems are dropped, and once sorted the
-	// list ends with one that says so.
-	MaxProblems int
-	// Syntax words a syntax error the YAML library reports: msg without
-	// its "yaml: line N: " prefix, and the text of line N (nil when the
-	// error has no line). Nil keeps msg as it is.
-	Syntax func(msg string, line []byte) string
-	// ParseSize and FormatSize read and write the sizes Size decodes, such
-	// as "64MiB" (manifest.ParseSize, manifest.FormatSize).
-	ParseSize  func(string) (uint64, error)
-	FormatSize func(uint64) string
-
-	// The fields below keep a format's older wording; false is the
-	// manifest's. internal/config and internal/workflow set some of them
-	// (RATIONALE.md, "Strict YAML decoding").
-
-	// ListFields makes an unknown field list the known ones, never
-	// suggesting the closest ("did you mean ...?").
-	ListFields bool
-	// PlainMergeKeys reports a merge key ("<<") as a key that is not a
-	// field name, rather than as a merge key.
-	PlainMergeKeys bool
-	// PlainTypes describes a tagged mapping or list as "a mapping" or "a
-	// list", without naming its tag.
-	PlainTypes bool
-	// BasicTypes describes only strings, numbers, booleans, empty values,
-	// mappings, lists and aliases by name; anything else (a timestamp, a
-	// tagged value) is "a value of another type". It implies PlainTypes.
-	BasicTypes bool
-	// NoQuoteHint leaves out the "; quote it: ..." that follows "must be a
-	// string, not an integer" (or a number, boolean or timestamp).
-	NoQuoteHint bool
-}
+// MaxProblems bounds how many problems one Decoder records: a file that is
+// not in the format at all would otherwise produce one per line. Past the
+// bound further problems are dropped, and once sorted the list ends with
+// one that says so.
+const MaxProblems = 50
 
 // Decoder records the problems found while decoding one document. Its
 // methods take the node a problem is at, for the position, and the field
 // path of the value being decoded.
 type Decoder struct {
 	file     string
-	style    Style
+	doc      string // names the document in messages: "a manifest"
+	max      int    // MaxProblems; smaller in tests
 	problems []Problem
-	full     bool // more than MaxProblems: the rest are dropped
+	full     bool // more than max: the rest are dropped
 	sorted   bool
 }
 
 // New returns a Decoder for the document read from file (a name for
-// messages; "" for none).
-func New(file string, s Style) *Decoder {
-	return &Decoder{file: file, style: s}
+// messages; "" for none). doc names the kind of document in messages, as
+// in "aliases (*x) are not allowed in a manifest": "a manifest",
+// "config.yaml", "a workflow".
+func New(file, doc string) *Decoder {
+	return &Decoder{file: file, doc: doc, max: MaxProblems}
 }
 
 // Report records p, filling in its File.
 func (d *Decoder) Report(p Problem) {
-	if d.style.MaxProblems > 0 && len(d.problems) >= d.style.MaxProblems {
+	if len(d.problems) >= d.max {
 		d.full = true
 		return
 	}
@@ -143,6 +112,17 @@ func (d *Decoder) AddEntry(n *yaml.Node, field, entry, msg string) {
 // Add records a problem at n (nil: no position).
 func (d *Decoder) Add(n *yaml.Node, field, msg string) {
 	d.AddEntry(n, field, "", msg)
+}
+
+// AddFunc records a problem at n whose message msg works out, calling it
+// only if the problem is kept (see MaxProblems): for a message that costs
+// something, such as Unknown's over many names.
+func (d *Decoder) AddFunc(n *yaml.Node, field string, msg func() string) {
+	if len(d.problems) >= d.max {
+		d.Report(Problem{}) // dropped: counts as such
+		return
+	}
+	d.AddEntry(n, field, "", msg())
 }
 
 // Addf records a problem at n with a formatted message.
@@ -174,7 +154,7 @@ func (d *Decoder) Problems() []Problem {
 		return d.problems
 	}
 	return append(slices.Clip(d.problems), Problem{File: d.file,
-		Msg: fmt.Sprintf("too many errors (more than %d); fix these first", d.style.MaxProblems)})
+		Msg: fmt.Sprintf("too many errors (more than %d); fix these first", d.max)})
 }
 
 // Errors returns the problems of d (see Problems) as a package's own error

@@ -12,50 +12,24 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// testStyle is the zero Style with what a document needs to decode sizes
-// and name itself.
-var testStyle = Style{Doc: "a test file", ParseSize: parseKiB, FormatSize: formatKiB}
-
-// parseKiB and formatKiB are a small size syntax for the tests: "12" or
-// "12KiB".
-func parseKiB(s string) (uint64, error) {
-	num, kib := strings.CutSuffix(s, "KiB")
-	n, err := strconv.ParseUint(num, 10, 32)
-	if err != nil {
-		return 0, fmt.Errorf("%s is not a size", Quote(s))
-	}
-	if kib {
-		n <<= 10
-	}
-	return n, nil
-}
-
-func formatKiB(n uint64) string {
-	if n%1024 == 0 {
-		return strconv.FormatUint(n>>10, 10) + "KiB"
-	}
-	return strconv.FormatUint(n, 10)
-}
-
 // testFile decodes data as a small format that uses every helper:
 //
 //	name: a string       on: true or false    count: 1 to 9
-//	wait: up to 1m       size: 1KiB to 4KiB   tags: [strings]
+//	wait: up to 2m       size: 1KiB to 4KiB   tags: [strings]
 //	nested: {the same fields}
 //
 // It returns the problems, rendered, and what it decoded, flattened to
 // "field=value" lines.
-func testFile(s Style, data string) (problems []string, got []string) {
-	d, got := walk(s, data)
+func testFile(data string) (problems []string, got []string) {
+	d, got := walk(New("f.yaml", "a test file"), data)
 	for _, p := range d.Problems() {
 		problems = append(problems, p.Error())
 	}
 	return problems, got
 }
 
-// walk is testFile's decoding; it returns the Decoder after Sort.
-func walk(s Style, data string) (d *Decoder, got []string) {
-	d = New("f.yaml", s)
+// walk is testFile's decoding with d; it returns d after Sort.
+func walk(d *Decoder, data string) (_ *Decoder, got []string) {
 	doc, ok := d.Document([]byte(data))
 	if root := Root(doc); ok && root != nil && d.NoAliases(root) {
 		var fields func(prefix string) []Field
@@ -78,7 +52,7 @@ func walk(s Style, data string) (d *Decoder, got []string) {
 					}
 				}},
 				{"wait", func(v *yaml.Node) {
-					if t, ok := d.Duration(v, prefix+"wait"); ok {
+					if t, ok := d.Duration(v, prefix+"wait", 2*time.Minute); ok {
 						set("wait", t.String())
 					}
 				}},
@@ -124,13 +98,33 @@ var decodeTests = []struct {
 		`f.yaml:3:10: nested.count: 12 is out of range (1 to 9)`,
 		`f.yaml:4:7: nested.on: must be true or false, not a string`,
 	}, nil},
-	{"syntax error", "name: [x\n", []string{`f.yaml:1: did not find expected ',' or ']'`}, nil},
-	{"syntax error without a line", "name: *x\n", []string{`f.yaml: unknown anchor 'x' referenced`}, nil},
+
+	// Syntax errors: a 1-based line inside the file, whatever the library
+	// counts; a column where the cause is found.
+	{"syntax error", "name: x\ntags: [a\n", []string{`f.yaml:2: invalid YAML: did not find expected ',' or ']'`}, nil},
+	{"syntax error on the first line", "name: [x\n", []string{`f.yaml:1: invalid YAML: did not find expected ',' or ']'`}, nil},
+	{"scanner error on the first line", "\tname: x\n", []string{`f.yaml:1: invalid YAML: found character that cannot start any token`}, nil},
+	{"scanner error", "name: x\non: true\n  tags: y\n", []string{`f.yaml:3: invalid YAML: mapping values are not allowed in this context`}, nil},
+	{"parser error", "name: x\ntags:\n  - a\n b: c\n", []string{`f.yaml:4: invalid YAML: did not find expected key`}, nil},
+	{"unterminated quote", "name: 'x\n", []string{`f.yaml:1: invalid YAML: found unexpected end of stream`}, nil},
+	{"unquoted star", "name: x\ntags: [a, *.b]\n",
+		[]string{`f.yaml:2:11: invalid YAML: did not find expected alphabetic or numeric character; a value that starts with "*" must be quoted: "*.b"`}, nil},
+	{"unquoted star in a block list", "name: x\ntags:\n  - *.example.com\n",
+		[]string{`f.yaml:3:5: invalid YAML: did not find expected alphabetic or numeric character; a value that starts with "*" must be quoted: "*.example.com"`}, nil},
+	{"undefined alias", "name: x\ntags:\n  - a\n  - *b\n",
+		[]string{`f.yaml:4:5: aliases (*b) are not allowed in a test file; a value that starts with "*" must be quoted: "*b"`}, nil},
+	{"control character", "name: x\non: true # \x1b[31m\n", []string{`f.yaml:2:12: invalid YAML: character U+001B is not allowed; remove it (in a double-quoted string, write it as \x1b)`}, nil},
+	{"not UTF-8", "name: x\nnested: {name: \"\xff\"}\n", []string{`f.yaml:2:17: invalid YAML: byte 0xff is not valid UTF-8; save the file as UTF-8`}, nil},
+	{"CR line breaks", "name: x\ron: true\r  tags: y\r", []string{`f.yaml:3: invalid YAML: mapping values are not allowed in this context`}, nil},
+	{"CRLF line breaks", "name: x\r\non: true\r\ntags: [a, *.b]\r\n",
+		[]string{`f.yaml:3:11: invalid YAML: did not find expected alphabetic or numeric character; a value that starts with "*" must be quoted: "*.b"`}, nil},
+	{"only a quote", "\"\r\n", []string{`f.yaml:1: invalid YAML: found unexpected end of stream`}, nil},
 
 	// Unknown fields: the closest known field, or all of them.
 	{"typo", "nmae: x\n", []string{`f.yaml:1:1: unknown field "nmae"; did you mean "name"?`}, nil},
 	{"typo in case", "Count: 1\n", []string{`f.yaml:1:1: unknown field "Count"; did you mean "count"?`}, nil},
 	{"nothing close", "colour: red\n", []string{`f.yaml:1:1: unknown field "colour" (known fields: name, on, count, wait, size, tags, nested)`}, nil},
+	{"short name", "no: 1\n", []string{`f.yaml:1:1: unknown field "no" (known fields: name, on, count, wait, size, tags, nested)`}, nil},
 	{"long unknown field", "nested:\n  " + strings.Repeat("n", 70) + ": 1\n",
 		[]string{`f.yaml:2:3: nested: unknown field "` + strings.Repeat("n", 70) + `" (known fields: name, on, count, wait, size, tags, nested)`}, nil},
 
@@ -138,18 +132,20 @@ var decodeTests = []struct {
 	{"duplicate", "name: a\non: true\nname: b\n", []string{`f.yaml:3:1: duplicate field "name" (first at line 1)`}, nil},
 	{"flow duplicate", "nested: {on: true, on: false}\n", []string{`f.yaml:1:20: nested: duplicate field "on" (first at line 1)`}, nil},
 	{"key not a string", "1: x\n", []string{`f.yaml:1:1: keys must be field names, not an integer`}, nil},
-	{"merge key", "nested:\n  <<: {name: x}\n", []string{`f.yaml:2:3: nested: merge keys (<<) are not allowed in a test file`}, nil},
+	{"merge key", "nested:\n  <<: {name: x}\n", []string{`f.yaml:2:3: nested: merge keys (<<) are not allowed in a test file; write the fields out in this mapping`}, nil},
 
 	// Anchors and aliases: refused before anything is decoded.
-	{"anchor", "name: &n x\n", []string{`f.yaml:1:7: anchors (&n) are not allowed in a test file`}, nil},
+	{"anchor", "name: &n x\n", []string{`f.yaml:1:7: anchors (&n) are not allowed in a test file; write the value out where it is used`}, nil},
 	{"anchor and alias", "nested: &n {name: x}\ntags: [*n]\ncount: 100\n", []string{
-		`f.yaml:1:9: anchors (&n) are not allowed in a test file`,
-		`f.yaml:2:8: aliases (*n) are not allowed in a test file`,
+		`f.yaml:1:9: anchors (&n) are not allowed in a test file; write the value out where it is used`,
+		`f.yaml:2:8: aliases (*n) are not allowed in a test file; write the value out here`,
 	}, nil},
+	{"long anchor escaped", "name: &" + strings.Repeat("a", 130) + " x\n",
+		[]string{`f.yaml:1:7: anchors (&"` + strings.Repeat("a", 128) + `"...) are not allowed in a test file; write the value out where it is used`}, nil},
 
 	// One document.
 	{"two documents", "name: x\n---\nname: y\n", []string{`f.yaml:2:1: a test file is one YAML document; found a second one`}, nil},
-	{"second document broken", "name: x\n---\nname: [\n", []string{`f.yaml:3: did not find expected node content`}, nil},
+	{"second document broken", "name: x\n---\nname: [\n", []string{`f.yaml:3: invalid YAML: did not find expected node content`}, nil},
 	{"explicit end", "name: x\n...\n", nil, []string{"name=x"}},
 
 	// Types.
@@ -166,18 +162,21 @@ var decodeTests = []struct {
 	{"null", "name:\n", []string{`f.yaml:1:6: name: must be a string, not empty`}, nil},
 	{"list for a string", "name: [a]\n", []string{`f.yaml:1:7: name: must be a string, not a list`}, nil},
 	{"integer overflow", "count: 99999999999999999999\n", []string{`f.yaml:1:8: count: must be an integer, not a number`}, nil},
-	{"not a duration", "wait: soon\n", []string{`f.yaml:1:7: wait: "soon" is not a duration (write it like 30s, 2m or 1m30s)`}, nil},
+	{"not a duration", "wait: soon\n", []string{`f.yaml:1:7: wait: "soon" is not a duration (write it like 30s, 5m or 1h30m)`}, nil},
 	{"duration as integer", "wait: 30\n", []string{`f.yaml:1:7: wait: must be a duration such as "30s", not an integer`}, nil},
+	{"duration too long", "wait: 121s\n", []string{`f.yaml:1:7: wait: "121s" is out of range (more than 0, at most 2m)`}, nil},
+	{"duration zero", "wait: 0s\n", []string{`f.yaml:1:7: wait: "0s" is out of range (more than 0, at most 2m)`}, nil},
 	{"size as integer", "size: 2000\n", nil, []string{"size=2000"}},
 	{"size out of range", "size: 8KiB\n", []string{`f.yaml:1:7: size: "8KiB" is out of range (1KiB to 4KiB)`}, nil},
-	{"size syntax", "size: lots\n", []string{`f.yaml:1:7: size: "lots" is not a size`}, nil},
+	{"size syntax", "size: lots\n", []string{`f.yaml:1:7: size: "lots" is not a size (write it like 64MiB or 1GiB)`}, nil},
+	{"size unit", "size: 2KB\n", []string{`f.yaml:1:7: size: "2KB" has an unknown unit "KB" (use B, KiB, MiB or GiB)`}, nil},
 	{"size type", "size: [1]\n", []string{`f.yaml:1:7: size: must be a size such as "2KiB", not a list`}, nil},
 }
 
 func TestDecode(t *testing.T) {
 	for _, tt := range decodeTests {
 		t.Run(tt.name, func(t *testing.T) {
-			problems, got := testFile(testStyle, tt.in)
+			problems, got := testFile(tt.in)
 			if !reflect.DeepEqual(problems, tt.want) {
 				t.Errorf("problems:\n got %q\nwant %q", problems, tt.want)
 			}
@@ -188,75 +187,27 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-// styleTests show the wording each field of Style changes; they also seed
-// FuzzDecode.
-var styleTests = []struct {
-	name  string
-	style func(*Style)
-	in    string
-	want  []string
-}{
-	{"ListFields", func(s *Style) { s.ListFields = true }, "nmae: x\n",
-		[]string{`f.yaml:1:1: unknown field "nmae" (known fields: name, on, count, wait, size, tags, nested)`}},
-	{"PlainMergeKeys", func(s *Style) { s.PlainMergeKeys = true }, "<<: {name: x}\n",
-		[]string{`f.yaml:1:1: keys must be field names, not a value tagged !!merge`}},
-	{"long alias escaped", func(*Style) {}, "name: &" + strings.Repeat("a", 130) + " x\n",
-		[]string{`f.yaml:1:7: anchors (&"` + strings.Repeat("a", 128) + `"...) are not allowed in a test file`}},
-	{"PlainTypes", func(s *Style) { s.PlainTypes = true }, "nested: !big {}\n",
-		[]string{`f.yaml:1:9: nested: must be a mapping, not a mapping`}},
-	{"BasicTypes timestamp", func(s *Style) { s.BasicTypes = true }, "name: 2024-01-01\n",
-		[]string{`f.yaml:1:7: name: must be a string, not a value of another type; quote it: "2024-01-01"`}},
-	{"BasicTypes tagged mapping", func(s *Style) { s.BasicTypes = true }, "nested: !big {}\n",
-		[]string{`f.yaml:1:9: nested: must be a mapping, not a mapping`}},
-	{"BasicTypes merge key", func(s *Style) { s.BasicTypes, s.PlainMergeKeys = true, true }, "<<: {name: x}\n",
-		[]string{`f.yaml:1:1: keys must be field names, not a value of another type`}},
-	{"NoQuoteHint", func(s *Style) { s.NoQuoteHint = true }, "name: 1\n",
-		[]string{`f.yaml:1:7: name: must be a string, not an integer`}},
-	{"Syntax", func(s *Style) {
-		s.Syntax = func(msg string, line []byte) string { return fmt.Sprintf("invalid YAML: %s (in %q)", msg, line) }
-	}, "name: x\ntags: [a\n", []string{`f.yaml:1: invalid YAML: did not find expected ',' or ']' (in "name: x")`}},
-	{"Syntax line text", func(s *Style) {
-		s.Syntax = func(msg string, line []byte) string { return fmt.Sprintf("%s (in %q)", msg, line) }
-	}, "name: x\n  tags: y\n", []string{`f.yaml:2: mapping values are not allowed in this context (in "  tags: y")`}},
-	{"Syntax without a line", func(s *Style) {
-		s.Syntax = func(msg string, line []byte) string { return fmt.Sprintf("%s (in %q)", msg, line) }
-	}, "name: *x\n", []string{`f.yaml: unknown anchor 'x' referenced (in "")`}},
-}
-
-func TestStyle(t *testing.T) {
-	for _, tt := range styleTests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := testStyle
-			tt.style(&s)
-			if got, _ := testFile(s, tt.in); !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("problems:\n got %q\nwant %q", got, tt.want)
-			}
-		})
-	}
-}
-
-// TestMaxProblems checks that a bounded Decoder keeps the first problems
-// and, once sorted, says that it dropped the rest.
+// TestMaxProblems checks that a Decoder keeps the first MaxProblems
+// problems and, once sorted, says that it dropped the rest.
 func TestMaxProblems(t *testing.T) {
 	var in strings.Builder
-	for i := range 5 {
+	for i := range MaxProblems + 5 {
 		fmt.Fprintf(&in, "colour%d: 1\n", i)
 	}
-	s := testStyle
-	s.MaxProblems = 3
-	got, _ := testFile(s, in.String())
-	want := []string{
-		`f.yaml:1:1: unknown field "colour0" (known fields: name, on, count, wait, size, tags, nested)`,
-		`f.yaml:2:1: unknown field "colour1" (known fields: name, on, count, wait, size, tags, nested)`,
-		`f.yaml:3:1: unknown field "colour2" (known fields: name, on, count, wait, size, tags, nested)`,
-		`f.yaml: too many errors (more than 3); fix these first`,
+	got, _ := testFile(in.String())
+	if len(got) != MaxProblems+1 {
+		t.Fatalf("%d problems, want %d and the last line", len(got), MaxProblems)
 	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("problems:\n got %q\nwant %q", got, want)
+	if want := `f.yaml:50:1: unknown field "colour49" (known fields: name, on, count, wait, size, tags, nested)`; got[MaxProblems-1] != want {
+		t.Errorf("last problem kept: %q, want %q", got[MaxProblems-1], want)
+	}
+	if want := fmt.Sprintf("f.yaml: too many errors (more than %d); fix these first", MaxProblems); got[MaxProblems] != want {
+		t.Errorf("last line: %q, want %q", got[MaxProblems], want)
 	}
 
 	// Before Sort, Problems is what was found, without the last line.
-	d := New("f.yaml", s)
+	d := New("f.yaml", "a test file")
+	d.max = 3
 	for i := range 5 {
 		d.Add(&yaml.Node{Line: 5 - i, Column: 1}, "", "p")
 	}
@@ -267,10 +218,74 @@ func TestMaxProblems(t *testing.T) {
 	if got := d.Problems(); len(got) != 4 || got[0].Line != 3 || got[3].Line != 0 {
 		t.Errorf("after Sort: %+v, want lines 3, 4, 5 and the last line", got)
 	}
+
+	// AddFunc works out a message only for a problem it keeps, and a
+	// problem it drops counts.
+	d = New("f.yaml", "a test file")
+	d.max = 1
+	calls := 0
+	msg := func() string { calls++; return "p" }
+	d.AddFunc(&yaml.Node{Line: 1, Column: 1}, "", msg)
+	d.AddFunc(&yaml.Node{Line: 2, Column: 1}, "", msg)
+	d.Sort()
+	if got := d.Problems(); calls != 1 || len(got) != 2 || got[0].Msg != "p" || !strings.Contains(got[1].Msg, "too many errors") {
+		t.Errorf("AddFunc: %d calls, problems %+v; want 1 call, p and the last line", calls, got)
+	}
+}
+
+// TestSuggest checks Unknown's hint, the "did you mean" of every format.
+func TestSuggest(t *testing.T) {
+	many := make([]string, 25)
+	for i := range many {
+		many[i] = fmt.Sprintf("field%02d", i)
+	}
+	tests := []struct {
+		what, name string
+		known      []string
+		want       string
+	}{
+		{"field", "nmae", []string{"id", "name"}, `unknown field "nmae"; did you mean "name"?`},
+		{"field", "Name", []string{"id", "name"}, `unknown field "Name"; did you mean "name"?`},
+		{"step", "invoce", []string{"invoice", "audit"}, `unknown step "invoce"; did you mean "invoice"?`},
+		{"step", "b", []string{"a", "c"}, `unknown step "b" (known steps: a, c)`},
+		{"field", "any", []string{"allow", "env"}, `unknown field "any" (known fields: allow, env)`},
+		{"input", "x", nil, `unknown input "x"`},
+		{"field", "zzz", many, `unknown field "zzz" (known fields: ` + strings.Join(many[:20], ", ") + ` and 5 more)`},
+		{"field", "a\x1bb", []string{"zz\x1b"}, `unknown field "a\x1bb" (known fields: "zz\x1b")`},
+	}
+	for _, tt := range tests {
+		if got := Unknown(tt.what, tt.name, tt.known); got != tt.want {
+			t.Errorf("Unknown(%q, %q, %q) = %s, want %s", tt.what, tt.name, tt.known, got, tt.want)
+		}
+	}
+}
+
+func TestClosest(t *testing.T) {
+	known := []string{"name", "network", "timeout", "max_tokens_per_call", "commands", "on"}
+	for name, want := range map[string]string{
+		"nmae": "name", "netwrok": "network", "timout": "timeout", "max_token_per_call": "max_tokens_per_call",
+		"comands": "commands", "COMMANDS": "commands", "Commandz": "commands", "ON": "on",
+		"nam": "name", "no": "", "nest": "", "time": "", "x": "", "": "",
+	} {
+		if got := Closest(name, known); got != want {
+			t.Errorf("Closest(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestFormatDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		time.Hour: "1h", 10 * time.Minute: "10m", 90 * time.Second: "1m30s", 1500 * time.Millisecond: "1.5s",
+		time.Hour + time.Second: "1h0m1s", 2*time.Hour + 30*time.Minute: "2h30m", 0: "0s",
+	} {
+		if got := FormatDuration(d); got != want {
+			t.Errorf("FormatDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
 }
 
 func TestSort(t *testing.T) {
-	d := New("f.yaml", Style{})
+	d := New("f.yaml", "a test file")
 	for _, p := range []Problem{{Line: 3, Column: 2, Msg: "a"}, {Msg: "b"}, {Line: 1, Column: 9, Msg: "c"}, {Line: 3, Column: 1, Msg: "d"}, {Line: 1, Column: 9, Msg: "e"}} {
 		d.Report(p)
 	}
@@ -334,7 +349,9 @@ func TestEditDistance(t *testing.T) {
 	}{
 		{"", "", 0},
 		{"name", "name", 0},
-		{"nmae", "name", 2},
+		{"nmae", "name", 1},
+		{"abcd", "badc", 2},
+		{"ca", "abc", 3},
 		{"nam", "name", 1},
 		{"names", "name", 1},
 		{"", "abc", 3},
@@ -361,7 +378,7 @@ func TestDocument(t *testing.T) {
 		{"a: [\n", false, true},
 	}
 	for _, tt := range tests {
-		d := New("", Style{})
+		d := New("", "a test file")
 		doc, ok := d.Document([]byte(tt.in))
 		root := Root(doc)
 		if ok != tt.ok || (root == nil || IsNull(root)) != tt.null || (d.Len() == 0) != tt.ok {
@@ -373,13 +390,22 @@ func TestDocument(t *testing.T) {
 	}
 }
 
-// TestDurationBounds checks that Duration leaves bounds to its caller.
-func TestDurationBounds(t *testing.T) {
-	for in, want := range map[string]time.Duration{"0s": 0, "-1s": -time.Second, "100h": 100 * time.Hour} {
-		d := New("", Style{})
-		got, ok := d.Duration(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: in}, "t")
-		if !ok || got != want || d.Len() != 0 {
-			t.Errorf("Duration(%q) = %v, %v, want %v", in, got, ok, want)
+// TestDurationWithoutBound checks Duration with no upper bound: more than
+// 0 is all it asks.
+func TestDurationWithoutBound(t *testing.T) {
+	for in, want := range map[string]string{
+		"100h": "",
+		"0s":   `t: "0s" is out of range (more than 0)`,
+		"-1s":  `t: "-1s" is out of range (more than 0)`,
+	} {
+		d := New("", "a test file")
+		got, ok := d.Duration(&yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: in}, "t", 0)
+		var msg string
+		if p := d.Problems(); len(p) > 0 {
+			msg = p[0].Error()
+		}
+		if msg != want || ok != (want == "") || (ok && got != 100*time.Hour) {
+			t.Errorf("Duration(%q) = %v, %v, %q; want %q", in, got, ok, msg, want)
 		}
 	}
 }
@@ -391,7 +417,7 @@ func TestErrors(t *testing.T) {
 		Field, Entry string
 		Msg          string
 	}
-	d := New("f.yaml", Style{})
+	d := New("f.yaml", "a test file")
 	if got := Errors[fileError](d); got != nil {
 		t.Errorf("no problems: got %v, want nil", got)
 	}
@@ -405,7 +431,7 @@ func TestErrors(t *testing.T) {
 func TestFields(t *testing.T) {
 	type field Field // as the packages that use yamlx declare it
 	var got []string
-	d := New("f.yaml", Style{})
+	d := New("f.yaml", "a test file")
 	doc, _ := d.Document([]byte("b: 1\na: 2\n"))
 	d.Mapping(Root(doc), "", Fields([]field{
 		{"a", func(v *yaml.Node) { got = append(got, "a="+v.Value) }},
