@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // ModuleInfo is what Check needs to know about an installed module.
@@ -129,11 +130,20 @@ func Check(ctx context.Context, wf *Workflow, mods Modules, provider string, llm
 	return r, r.err()
 }
 
+// checkCommands reports each command the workflow calls that the module
+// does not declare, with the closest declared one when one is close.
 func checkCommands(r *Report, m *ModuleReport, declared []string) {
 	for _, c := range m.Commands {
-		if !slices.Contains(declared, c) {
-			r.Problems = append(r.Problems, fmt.Sprintf("module %s has no command %q (its commands: %v)", m.ID, c, declared))
+		if slices.Contains(declared, c) {
+			continue
 		}
+		msg := fmt.Sprintf("module %s has no command %q", m.ID, c)
+		if best := yamlx.Closest(c, declared); best != "" {
+			msg += fmt.Sprintf("; did you mean %q?", best)
+		} else {
+			msg += fmt.Sprintf(" (its commands: %v)", declared)
+		}
+		r.Problems = append(r.Problems, msg)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -362,7 +363,7 @@ func (d *decoder) llmWith(n *yaml.Node, path string) {
 			known = known || f == k.Value
 		}
 		if !known {
-			d.Addf(k, path, "unknown field %s of an llm step (known fields: %s)", quote(k.Value), strings.Join(llmFields, ", "))
+			d.Add(k, path, "unknown field "+quote(k.Value)+" of an llm step"+yamlx.Suggest(k.Value, llmFields, "fields"))
 		}
 		seen[k.Value] = true
 	}
@@ -463,22 +464,40 @@ func (d *decoder) node(n *yaml.Node, path string, exprs bool) tnode {
 // step's Deps.
 func (d *decoder) graph(wf *Workflow) {
 	index := map[string]int{}
+	var ids []string // in file order, for "did you mean"
 	for i, s := range wf.Steps {
 		if s.ID != "" {
 			index[s.ID] = i
+			ids = append(ids, s.ID)
 		}
 	}
+	// unknownStep words a reference to a step that does not exist, from
+	// step self ("" for the output), which it never suggests. It costs an
+	// edit distance per step: the callers use AddFunc.
+	unknownStep := func(id, self string) string {
+		others := slices.DeleteFunc(slices.Clone(ids), func(s string) bool { return s == self })
+		if len(others) == 0 {
+			return "unknown step " + quote(id) + " (there is no other step)"
+		}
+		return yamlx.Unknown("step", id, others)
+	}
 	inputs := map[string]bool{}
+	var names []string
 	for _, in := range wf.Inputs {
 		inputs[in.Name] = true
+		names = append(names, in.Name)
 	}
 	// checkExpr checks one expression's references; self is the step it
 	// belongs to ("" for the output).
 	checkExpr := func(x *Expr, path, self string, deps map[string]bool) {
 		n := d.exprAt[x]
 		for _, in := range x.inputs {
-			if !inputs[in] {
-				d.Addf(n, path, "${{ %s }}: unknown input %s", x.Source, quote(in))
+			switch {
+			case inputs[in]:
+			case len(names) == 0:
+				d.Addf(n, path, "${{ %s }}: unknown input %s (the workflow declares no inputs)", x.Source, quote(in))
+			default:
+				d.AddFunc(n, path, func() string { return "${{ " + x.Source + " }}: " + yamlx.Unknown("input", in, names) })
 			}
 		}
 		for _, id := range x.steps {
@@ -486,7 +505,7 @@ func (d *decoder) graph(wf *Workflow) {
 			case id == self:
 				d.Addf(n, path, "${{ %s }}: a step cannot use its own output", x.Source)
 			case !ok:
-				d.Addf(n, path, "${{ %s }}: unknown step %s", x.Source, quote(id))
+				d.AddFunc(n, path, func() string { return "${{ " + x.Source + " }}: " + unknownStep(id, self) })
 			default:
 				deps[id] = true
 			}
@@ -501,7 +520,7 @@ func (d *decoder) graph(wf *Workflow) {
 			case id == s.ID:
 				d.Add(n, path+".needs", "a step cannot need itself")
 			case !ok:
-				d.Addf(n, path+".needs", "unknown step %s", quote(id))
+				d.AddFunc(n, path+".needs", func() string { return unknownStep(id, s.ID) })
 			default:
 				deps[id] = true
 			}

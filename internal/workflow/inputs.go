@@ -6,7 +6,8 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
+
+	"github.com/station-dev/station/internal/yamlx"
 )
 
 // checkType checks a decoded JSON value (as fromJSON returns it) against an
@@ -101,7 +102,11 @@ func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 			for _, in := range w.Inputs {
 				known = append(known, in.Name)
 			}
-			errs = append(errs, fmt.Errorf("workflow %s has no input %q (its inputs: %s)", w.Name, name, strings.Join(known, ", ")))
+			hint := yamlx.Suggest(name, known, "inputs")
+			if len(known) == 0 {
+				hint = " (it declares none)"
+			}
+			errs = append(errs, fmt.Errorf("workflow %s has no input %s%s", w.Name, yamlx.Quote(name), hint))
 			continue
 		}
 		v := numbers(given[name])

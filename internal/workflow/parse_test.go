@@ -84,6 +84,7 @@ func TestParseGood(t *testing.T) {
 // problem: golden errors.
 func TestParseErrors(t *testing.T) {
 	step := "steps:\n  - id: a\n    uses: station/hello greet\n"
+	invoice := "steps:\n  - id: invoice\n    uses: station/hello greet\n  - id: b\n    uses: station/hello greet\n"
 	tests := []struct {
 		name, in string
 		want     []string
@@ -114,11 +115,25 @@ func TestParseErrors(t *testing.T) {
 		{"uses without command", "steps:\n  - id: a\n    uses: station/hello\n", []string{`w.yaml:3:11: steps[0].uses: "station/hello" names no command: write "station/hello COMMAND"`}},
 		{"uses unknown builtin", "steps:\n  - id: a\n    uses: shell\n", []string{`w.yaml:3:11: steps[0].uses: "shell" is not a built-in (llm) or a module command ("owner/slug command")`}},
 		{"uses bad module", "steps:\n  - id: a\n    uses: Dave/x run\n", []string{`w.yaml:3:11: steps[0].uses: "Dave/x" is not a module id ("owner/slug", lower-case letters, digits and hyphens)`}},
-		{"unknown need", step + "    needs: [b]\n", []string{`w.yaml:4:13: steps[0].needs: unknown step "b"`}},
+		{"unknown need", step + "    needs: [b]\n", []string{`w.yaml:4:13: steps[0].needs: unknown step "b" (there is no other step)`}},
+		{"misspelt need", invoice + "    needs: invoce\n", []string{`w.yaml:6:12: steps[1].needs: unknown step "invoce"; did you mean "invoice"?`}},
+		{"unknown need, nothing close", invoice + "    needs: [x]\n", []string{`w.yaml:6:13: steps[1].needs: unknown step "x" (known steps: invoice)`}},
+		{"misspelt step in with", invoice + "    with: {id: '${{ steps.invoce.output.id }}'}\n",
+			[]string{`w.yaml:6:16: steps[1].with: ${{ steps.invoce.output.id }}: unknown step "invoce"; did you mean "invoice"?`}},
+		{"misspelt step in if", invoice + "    if: steps.invoic.output.ok\n",
+			[]string{`w.yaml:6:9: steps[1].if: ${{ steps.invoic.output.ok }}: unknown step "invoic"; did you mean "invoice"?`}},
+		{"misspelt step in output", invoice + "output: ${{ steps.Invoice.output }}\n",
+			[]string{`w.yaml:6:9: output: ${{ steps.Invoice.output }}: unknown step "Invoice"; did you mean "invoice"?`}},
+		{"own id is not listed", invoice + "    with: {x: '${{ steps.zz.output }}'}\n",
+			[]string{`w.yaml:6:15: steps[1].with: ${{ steps.zz.output }}: unknown step "zz" (known steps: invoice)`}},
 		{"self need", step + "    needs: a\n", []string{`w.yaml:4:12: steps[0].needs: a step cannot need itself`}},
-		{"unknown step in template", step + "    with: {x: '${{ steps.b.output }}'}\n", []string{`w.yaml:4:15: steps[0].with: ${{ steps.b.output }}: unknown step "b"`}},
+		{"unknown step in template", step + "    with: {x: '${{ steps.b.output }}'}\n", []string{`w.yaml:4:15: steps[0].with: ${{ steps.b.output }}: unknown step "b" (there is no other step)`}},
 		{"own output", step + "    with: {x: '${{ steps.a.output }}'}\n", []string{`w.yaml:4:15: steps[0].with: ${{ steps.a.output }}: a step cannot use its own output`}},
-		{"unknown input", step + "    if: inputs.force\n", []string{`w.yaml:4:9: steps[0].if: ${{ inputs.force }}: unknown input "force"`}},
+		{"unknown input", step + "    if: inputs.force\n", []string{`w.yaml:4:9: steps[0].if: ${{ inputs.force }}: unknown input "force" (the workflow declares no inputs)`}},
+		{"misspelt input", "inputs:\n  customer: {}\n  amount: {type: integer}\n" + step + "    with: {c: '${{ inputs.custmer }}'}\n",
+			[]string{`w.yaml:7:15: steps[0].with: ${{ inputs.custmer }}: unknown input "custmer"; did you mean "customer"?`}},
+		{"unknown input, nothing close", "inputs:\n  customer: {}\n" + step + "    if: inputs.force\n",
+			[]string{`w.yaml:6:9: steps[0].if: ${{ inputs.force }}: unknown input "force" (known inputs: customer)`}},
 		{"bad expression", step + "    with: {x: '${{ 1 + }}'}\n", []string{`w.yaml:4:15: steps[0].with.x: ${{ 1 + }}: unexpected token EOF (at column 5)`}},
 		{"cycle", "steps:\n  - id: a\n    uses: station/hello greet\n    needs: c\n  - id: b\n    uses: station/hello greet\n    with: '${{ steps.a.output }}'\n  - id: c\n    uses: station/hello greet\n    needs: b\n",
 			[]string{"w.yaml:2:5: steps[0]: dependency cycle: a -> c -> b -> a"}},
@@ -128,7 +143,9 @@ func TestParseErrors(t *testing.T) {
 		{"max_backoff below backoff", step + "    retry: {backoff: 10s, max_backoff: 1s}\n", []string{`w.yaml:4:27: steps[0].retry.max_backoff: is shorter than backoff`}},
 		{"continue_on_error type", step + "    continue_on_error: yes please\n", []string{`w.yaml:4:24: steps[0].continue_on_error: must be true or false, not a string`}},
 		{"llm unknown field", "steps:\n  - id: a\n    uses: llm\n    with: {prompt: hi, temprature: 1}\n",
-			[]string{`w.yaml:4:24: steps[0].with: unknown field "temprature" of an llm step (known fields: model, system, prompt, messages, max_tokens, temperature, json)`}},
+			[]string{`w.yaml:4:24: steps[0].with: unknown field "temprature" of an llm step; did you mean "temperature"?`}},
+		{"llm unknown field, nothing close", "steps:\n  - id: a\n    uses: llm\n    with: {prompt: hi, stream: true}\n",
+			[]string{`w.yaml:4:24: steps[0].with: unknown field "stream" of an llm step (known fields: model, system, prompt, messages, max_tokens, temperature, json)`}},
 		{"llm without prompt", "steps:\n  - id: a\n    uses: llm\n    with: {model: m}\n", []string{`w.yaml:4:11: steps[0].with: an llm step needs a prompt or messages`}},
 		{"llm without with", "steps:\n  - id: a\n    uses: llm\n", []string{`w.yaml:2:5: steps[0]: an llm step needs with: {prompt: ...} or with: {messages: [...]}`}},
 		{"input bad type", "inputs:\n  n: {type: float}\n" + step, []string{`w.yaml:2:13: inputs.n.type: "float" is not a type (string, number, integer, boolean, object, array or any)`}},
@@ -136,7 +153,7 @@ func TestParseErrors(t *testing.T) {
 		{"required with default", "inputs:\n  n: {required: true, default: 1, type: any}\n" + step, []string{`w.yaml:2:32: inputs.n: a required input has no default`}},
 		{"input name", "inputs:\n  my-input: {}\n" + step, []string{`w.yaml:2:3: inputs: "my-input" is not a valid input name (a letter, then letters, digits or _)`}},
 		{"max_parallel", "max_parallel: 0\n" + step, []string{`w.yaml:1:15: max_parallel: 0 is out of range (1 to 64)`}},
-		{"output unknown step", step + "output: ${{ steps.zz.output }}\n", []string{`w.yaml:4:9: output: ${{ steps.zz.output }}: unknown step "zz"`}},
+		{"output unknown step", step + "output: ${{ steps.zz.output }}\n", []string{`w.yaml:4:9: output: ${{ steps.zz.output }}: unknown step "zz" (known steps: a)`}},
 		{"template key", step + "    with: {'${{ inputs.x }}': 1}\n", []string{`w.yaml:4:12: steps[0].with: keys cannot hold ${{ }}; only values can`}},
 		{"timestamp value", step + "    with: {when: 2024-01-01}\n", []string{`w.yaml:4:18: steps[0].with.when: a timestamp is not a JSON value; quote it`}},
 	}
@@ -176,7 +193,7 @@ func TestResolveInputs(t *testing.T) {
 		t.Errorf("defaults: %v, %v", got, err)
 	}
 	_, err = wf.ResolveInputs(map[string]any{"amount": 1.5, "custmer": "x"})
-	for _, want := range []string{`has no input "custmer"`, "input amount: must be an integer, not a number", "input customer is required"} {
+	for _, want := range []string{`has no input "custmer"; did you mean "customer"?`, "input amount: must be an integer, not a number", "input customer is required"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("bad inputs: %v, want %q", err, want)
 		}
