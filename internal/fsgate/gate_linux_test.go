@@ -381,7 +381,7 @@ func TestQuota(t *testing.T) {
 			quota = append(quota, d.Reason)
 		}
 	}
-	if len(quota) != 5 || quota[0] != "would exceed its disk quota of 100 bytes (60 bytes in use)" {
+	if len(quota) != 5 || quota[0] != "would exceed its disk quota of 100 B (60 B in use)" {
 		t.Errorf("quota denials = %q", quota)
 	}
 }

@@ -6,6 +6,8 @@ import (
 
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 	"golang.org/x/sys/unix"
+
+	"github.com/station-dev/station/internal/units"
 )
 
 // The quota counts the logical size of regular files: what the module's
@@ -107,22 +109,7 @@ func (g *Gate) add(n int64) {
 // quotaReason is the reason of a denial by the quota. g.acct.mu must be
 // held.
 func (g *Gate) quotaReason() string {
-	return fmt.Sprintf("would exceed its disk quota of %s (%s in use)", humanBytes(g.quota), humanBytes(g.acct.used))
-}
-
-// humanBytes renders n bytes for a person.
-func humanBytes(n int64) string {
-	switch {
-	case n >= 1<<30 && n%(1<<30) == 0:
-		return fmt.Sprintf("%d GiB", n>>30)
-	case n >= 1<<20 && n%(1<<20) == 0:
-		return fmt.Sprintf("%d MiB", n>>20)
-	case n >= 1<<20:
-		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
-	case n >= 1<<10 && n%(1<<10) == 0:
-		return fmt.Sprintf("%d KiB", n>>10)
-	}
-	return fmt.Sprintf("%d bytes", n)
+	return fmt.Sprintf("would exceed its disk quota of %s (%s in use)", units.Bytes(g.quota), units.Bytes(g.acct.used))
 }
 
 // ftruncate is unix.Ftruncate retried on EINTR.
