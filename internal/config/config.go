@@ -25,6 +25,10 @@ import (
 // FileName is the name of the configuration file in the station home.
 const FileName = "config.yaml"
 
+// Path is the configuration file of the station home home: what Load reads,
+// and what a message that names a setting of the operator's points to.
+func Path(home string) string { return filepath.Join(home, FileName) }
+
 // maxFileSize bounds config.yaml and the extra CA file.
 const maxFileSize = 1 << 20
 
@@ -173,7 +177,7 @@ func Default() *Config {
 // problem is an error, with one *Error per problem found joined by
 // errors.Join.
 func Load(home string) (*Config, error) {
-	file := filepath.Join(home, FileName)
+	file := Path(home)
 	data, err := readFile(file)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Default(), nil

@@ -128,7 +128,7 @@ func New(o Options) (*Gate, error) {
 		return fail("no programs granted (a module without subprocess gets no gate)")
 	}
 	if o.Any && !o.Operator.GrantAny {
-		return fail("subprocess: true needs the operator's grant")
+		return fail("subprocess: true needs the operator's grant: subprocess.grant_any: true in %s", o.Operator.configFile())
 	}
 	if len(o.Programs) > maxPrograms {
 		return fail("%d programs exceed %d", len(o.Programs), maxPrograms)
@@ -286,11 +286,11 @@ func (g *Gate) checkProgram(p Program, station string) error {
 	}
 	for _, n := range []string{filepath.Base(p.Name), filepath.Base(p.Path)} {
 		if kind := programKind(n); kind != "" {
-			return fmt.Errorf("%s is %s and the operator does not grant it", n, kind)
+			return fmt.Errorf("%s is %s and the operator does not grant it (to grant it: %s)", n, kind, g.set.op.grantHint(p.Name))
 		}
 	}
 	if station != "" && p.Path == station {
-		return errors.New("is the station binary and the operator does not grant it")
+		return fmt.Errorf("is the station binary and the operator does not grant it (to grant it: %s)", g.set.op.grantHint(p.Name))
 	}
 	return nil
 }

@@ -50,6 +50,24 @@ type Operator struct {
 	// station's user can. Without it such a gate starts no child: every
 	// run is refused with the reason. The station fails closed.
 	AllowUnconfinedFiles bool
+	// ConfigFile is the station configuration these settings come from
+	// (config.Path of the station home), named in the refusals that a
+	// setting there would lift; "" says "the station's config.yaml".
+	ConfigFile string
+}
+
+// grantHint says how the operator grants entry by name: the key and the
+// file it goes in.
+func (op Operator) grantHint(entry string) string {
+	return fmt.Sprintf("add %q to subprocess.grant_programs in %s", entry, op.configFile())
+}
+
+// configFile names the station configuration for a message.
+func (op Operator) configFile() string {
+	if op.ConfigFile == "" {
+		return "the station's config.yaml"
+	}
+	return op.ConfigFile
 }
 
 // Program is one allow entry as resolved at install. The station stores it
@@ -76,10 +94,11 @@ type settings struct {
 	any        bool
 	network    bool
 	files      bool // AllowUnconfinedFiles
+	op         Operator
 }
 
 func (op Operator) settings() (*settings, error) {
-	s := &settings{grants: map[string]bool{}, any: op.GrantAny, network: op.AllowNetwork, files: op.AllowUnconfinedFiles}
+	s := &settings{grants: map[string]bool{}, any: op.GrantAny, network: op.AllowNetwork, files: op.AllowUnconfinedFiles, op: op}
 	for _, e := range op.Excluded {
 		if e == "" || !filepath.IsAbs(e) || strings.IndexByte(e, 0) >= 0 {
 			return nil, fmt.Errorf("excluded tree %q: want an absolute path", e)
@@ -231,7 +250,7 @@ func (s *settings) vet(entry, found, real string, fi os.FileInfo, digest string,
 	if s.grants[entry] {
 		return nil
 	}
-	const unless = "; refused unless the operator grants it by name"
+	unless := "; refused unless the operator grants it by name: " + s.op.grantHint(entry)
 	if kind := programKind(filepath.Base(found)); kind != "" {
 		return fmt.Errorf("%s is %s%s", found, kind, unless)
 	}

@@ -291,10 +291,20 @@ func writeRoot(g, home string) string {
 	return fsgate.Root(g)
 }
 
+// configFile is the configuration file of the station home, absolute, to
+// name in a refusal that a setting there would lift (a station without the
+// file runs on the defaults; the operator creates it there).
+func configFile(home string) string {
+	if abs, err := filepath.Abs(home); err == nil {
+		home = abs
+	}
+	return config.Path(home)
+}
+
 func execOperator(ctx context.Context, cfg *config.Config, stationHome string, st *store.Store) execgate.Operator {
 	sp := cfg.Subprocess
 	op := execgate.Operator{SearchPath: sp.SearchPath, GrantAny: sp.GrantAny, GrantPrograms: sp.GrantPrograms,
-		AllowNetwork: sp.AllowNetwork, AllowUnconfinedFiles: sp.AllowUnconfinedFiles}
+		AllowNetwork: sp.AllowNetwork, AllowUnconfinedFiles: sp.AllowUnconfinedFiles, ConfigFile: configFile(stationHome)}
 	if abs, err := filepath.Abs(stationHome); err == nil {
 		op.Excluded = append(op.Excluded, abs)
 	}
