@@ -1,7 +1,9 @@
-// Package attack_test is the data-driven adversarial suite (SECURITY.md,
-// classes A–I). Each case is one table entry: the probe actions a module
-// runs, the outcome it must get, and the side effects it must not have.
 package attack_test
+
+// The tests of this package are the data-driven adversarial suite
+// (docs/security.md, classes A–I; doc.go describes it). Each case is one
+// table entry: the probe actions a module runs, the outcome it must get, and
+// the side effects it must not have.
 
 import (
 	"bytes"
