@@ -3,7 +3,6 @@ package config
 import (
 	"cmp"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strconv"
@@ -12,6 +11,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/station-dev/station/internal/stationhttp"
 	"github.com/station-dev/station/internal/yamlx"
 )
 
@@ -142,18 +142,10 @@ func checkLLMBaseURL(s string) string {
 		return "must not hold credentials; name the variable that holds the key in llm.api_key_env"
 	case u.RawQuery != "" || u.Fragment != "":
 		return "must not have a query or fragment"
-	case u.Scheme == "http" && !loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && !stationhttp.IsLoopback(u.Hostname()):
 		return fmt.Sprintf("%s uses plain http, which would send the key unencrypted; use https (http is accepted only for a server on this machine)", quote(s))
 	}
 	return ""
-}
-
-func loopbackHost(h string) bool {
-	if strings.EqualFold(h, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // envName matches a portable environment variable name.

@@ -128,3 +128,21 @@ func TestLLMSettingsFromOSEnvironment(t *testing.T) {
 		t.Errorf("LLMSettings(os.Getenv) = %+v, %v", got, err)
 	}
 }
+
+// TestLLMPlainHTTPOnlyToLoopback: a base URL in plain http is accepted only
+// for a server on this machine (stationhttp.IsLoopback, the test the LLM
+// client makes), however localhost is spelled.
+func TestLLMPlainHTTPOnlyToLoopback(t *testing.T) {
+	for base, ok := range map[string]bool{
+		"http://127.0.0.1:8080/v1":     true,
+		"http://LOCALHOST.:8080/v1":    true,
+		"http://[::1]:8080/v1":         true,
+		"http://0.0.0.0:8080/v1":       false,
+		"http://localhost.example/v1":  false,
+		"https://localhost.example/v1": true,
+	} {
+		if msg := checkLLMBaseURL(base); (msg == "") != ok {
+			t.Errorf("checkLLMBaseURL(%s) = %q, want accepted %v", base, msg, ok)
+		}
+	}
+}
