@@ -44,6 +44,7 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/units"
 )
 
 // APIVersion is the version of the HTTP API, the path prefix of every
@@ -552,7 +553,7 @@ func (s *Server) audit(w http.ResponseWriter, r *http.Request) {
 // alone bounds it.
 func tooLarge(limit int64) string {
 	return fmt.Sprintf("request body over the daemon's limit of %s (%d bytes), which no setting raises; run the command with --no-daemon to pass a larger input (up to the module's limits.max_input)",
-		sandbox.FormatBytes(uint64(limit)), limit)
+		units.Bytes(limit), limit)
 }
 
 // decodeBody decodes a JSON request body strictly.

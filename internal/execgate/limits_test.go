@@ -7,6 +7,7 @@ import (
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/units"
 )
 
 // A request over one of the gate's byte limits says the limit for people
@@ -19,7 +20,7 @@ func TestByteLimitsAreReadable(t *testing.T) {
 		want string
 	}{
 		{"stdin", &abi.ProcessRequest{Argv: []string{"true"}, Stdin: make([]byte, MaxStdin+1)}, "; the limit is 1 MiB"},
-		{"arguments", &abi.ProcessRequest{Argv: []string{"true", strings.Repeat("x", MaxArgBytes)}}, "; the limit is " + sandbox.FormatBytes(MaxArgBytes)},
+		{"arguments", &abi.ProcessRequest{Argv: []string{"true", strings.Repeat("x", MaxArgBytes)}}, "; the limit is " + units.Bytes(MaxArgBytes)},
 	} {
 		_, err := g.Run(callCtx(t), c.req)
 		var le *sandbox.LimitError

@@ -6,6 +6,7 @@ import (
 	"github.com/tetratelabs/wazero/experimental"
 
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/units"
 )
 
 // The memory limit of a module (limits.memory) is enforced here, by the
@@ -103,11 +104,11 @@ func (m *Module) outOfMemory(inst *instance, call *sandbox.Call) *sandbox.LimitE
 func (m *Module) oomText(e *sandbox.LimitError, trap string) string {
 	how := "raise limits.memory in the module's manifest"
 	if mx := m.h.opts.MaxLimits.MemoryBytes; mx > 0 {
-		how += fmt.Sprintf(" (at most %s, the operator's limits.max_memory in config.yaml)", sandbox.FormatBytes(mx))
+		how += fmt.Sprintf(" (at most %s, the operator's limits.max_memory in config.yaml)", units.Bytes(int64(mx)))
 	}
 	if e.KeyIn == sandbox.InConfig {
 		how = "its limits.memory is the operator's maximum: the operator can raise limits.max_memory in config.yaml, and the module's manifest then limits.memory"
 	}
 	return fmt.Sprintf("ran out of memory: it needed more than its limit of %s, then %s; %s",
-		sandbox.FormatBytes(m.memoryLimit()), trap, how)
+		units.Bytes(int64(m.memoryLimit())), trap, how)
 }

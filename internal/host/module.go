@@ -27,6 +27,7 @@ import (
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/units"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -284,7 +285,7 @@ func (m *Module) checkShape() error {
 	// the allocator's (memory.go), which cannot refuse the initial size.
 	if mem := c.ExportedMemories()[abi.ExportMemory]; uint64(mem.Min())*65536 > m.memoryLimit() {
 		return fmt.Errorf("module's memory starts at %s, more than its limit of %s (raise limits.memory in the module's manifest)",
-			sandbox.FormatBytes(uint64(mem.Min())*65536), sandbox.FormatBytes(m.memoryLimit()))
+			units.Bytes(int64(mem.Min())*65536), units.Bytes(int64(m.memoryLimit())))
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/units"
 )
 
 // recorder collects decisions.
@@ -892,7 +893,7 @@ func TestGateLimitsNameTheModule(t *testing.T) {
 				t.Errorf("target %q, want %q", le.Target, tt.target)
 			}
 			if msg := err.Error(); !strings.Contains(msg, "module dave/stripe") || !strings.Contains(msg, strconv.FormatInt(tt.limit, 10)) ||
-				!strings.HasSuffix(msg, "; the limit is "+sandbox.FormatBytes(uint64(tt.limit))) {
+				!strings.HasSuffix(msg, "; the limit is "+units.Bytes(tt.limit)) {
 				t.Errorf("error %q does not name the module and the limit, in bytes and for people", msg)
 			}
 			recs := w.rec.All()[before:]

@@ -26,14 +26,3 @@ func TestLimitErrorNamesTheLimitAndItsKey(t *testing.T) {
 		}
 	}
 }
-
-func TestFormatBytes(t *testing.T) {
-	for n, want := range map[uint64]string{
-		0: "0 bytes", 100: "100 bytes", 1023: "1023 bytes", 1024: "1 KiB", 1536: "1.5 KiB", 2047: "1.9 KiB",
-		64 << 20: "64 MiB", 16<<20 + 1: "16.0 MiB", 3 << 29: "1.5 GiB", 4 << 30: "4 GiB", 1<<64 - 1: "17179869183.9 GiB",
-	} {
-		if got := FormatBytes(n); got != want {
-			t.Errorf("FormatBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}

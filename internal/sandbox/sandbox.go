@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/station-dev/station/internal/units"
 )
 
 // Capability names one gated kind of operation.
@@ -237,7 +239,7 @@ func (e *LimitError) Error() string {
 func (e *LimitError) Detail() string {
 	var b strings.Builder
 	if e.Bytes && e.Limit > 0 {
-		b.WriteString("; the limit is " + FormatBytes(uint64(e.Limit)))
+		b.WriteString("; the limit is " + units.Bytes(e.Limit))
 	}
 	if h := e.Hint(); h != "" {
 		b.WriteString(" (" + h + ")")
@@ -256,27 +258,6 @@ func (e *LimitError) Hint() string {
 		return "the operator can raise it with " + e.Key + " in config.yaml"
 	}
 	return "raise it with " + e.Key + " in the module's manifest"
-}
-
-// FormatBytes renders a size for people: "64 MiB", "1 KiB", "1.5 MiB",
-// "100 bytes". Whole units are written without a fraction; others with one
-// decimal, rounded down, so a limit is never shown larger than it is.
-func FormatBytes(n uint64) string {
-	units := [...]struct {
-		shift uint
-		name  string
-	}{{30, "GiB"}, {20, "MiB"}, {10, "KiB"}}
-	for _, u := range units {
-		if n < 1<<u.shift {
-			continue
-		}
-		if n%(1<<u.shift) == 0 {
-			return fmt.Sprintf("%d %s", n>>u.shift, u.name)
-		}
-		tenth := (n & (1<<u.shift - 1)) * 10 >> u.shift
-		return fmt.Sprintf("%d.%d %s", n>>u.shift, tenth, u.name)
-	}
-	return fmt.Sprintf("%d bytes", n)
 }
 
 // Unwrap returns e.Err, so errors.Is(err, netgate.ErrTooLarge) still holds.
