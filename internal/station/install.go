@@ -206,8 +206,8 @@ var ErrNotApproved = errors.New("not approved")
 // Install installs the module in dir: it reads and checks the manifest,
 // verifies the wasm against it (it must compile, speak the station's ABI and
 // import only what the manifest grants), asks approve, then copies the
-// module into the station home and records it with its digest and approved
-// permissions.
+// module into the station home and records it with its digest, approved
+// permissions and dir (store.Module.Source).
 func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*Plan, error) {
 	// Read each file once, confined to dir; what is parsed, verified and
 	// approved is exactly what is stored (never a second read of dir).
@@ -275,7 +275,11 @@ func (s *Station) Install(ctx context.Context, dir string, approve Approver) (*P
 		return plan, err
 	}
 	approved, _ := json.Marshal(plan.Permissions)
-	rec := store.Module{ID: man.ID, Version: man.Version, Digest: plan.Digest, Manifest: raw, WasmPath: wasmPath, Approved: approved, InstalledAt: time.Now().UTC()}
+	source, err := filepath.Abs(dir)
+	if err != nil {
+		source = dir
+	}
+	rec := store.Module{ID: man.ID, Version: man.Version, Digest: plan.Digest, Manifest: raw, WasmPath: wasmPath, Approved: approved, InstalledAt: time.Now().UTC(), Source: source}
 	if err := s.Store.PutModule(ctx, rec); err != nil {
 		return plan, fmt.Errorf("install %s: record: %w", man.ID, err)
 	}

@@ -35,6 +35,8 @@ import (
 //     shown when a hub presents another key for its owner). The primary
 //     key also takes the public key, so a key that shares another's id can
 //     be pinned. See hub.go.
+//   - 8: modules.source (the directory a module was installed from, for
+//     `module show`); '' for a module installed before. See modules.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -193,11 +195,13 @@ var migrations = []string{
 	DROP TABLE hub_keys;
 	ALTER TABLE hub_keys_7 RENAME TO hub_keys;
 	CREATE INDEX hub_keys_owner ON hub_keys (owner);`,
+	// 8
+	`ALTER TABLE modules ADD COLUMN source TEXT NOT NULL DEFAULT ''; -- the directory it was installed from, '' if not recorded`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {

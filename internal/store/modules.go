@@ -26,6 +26,12 @@ type Module struct {
 	Approved []byte
 	// InstalledAt is when the module was installed (UTC when read back).
 	InstalledAt time.Time
+	// Source is the directory the module's files were read from at
+	// install, as an absolute path (schema 8); "" for a module installed
+	// before the station recorded it. A hub install reads them from a
+	// temporary directory of the station's own: its hub origin says where
+	// it came from.
+	Source string
 }
 
 // PutModule inserts m, or replaces the module with the same ID, in one
@@ -42,12 +48,12 @@ func (s *Store) PutModule(ctx context.Context, m Module) error {
 		return fmt.Errorf("put module %s: installed at: %w", m.ID, err)
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO modules (id, version, digest, manifest, wasm_path, approved, installed_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?)
+		_, err := tx.ExecContext(ctx, `INSERT INTO modules (id, version, digest, manifest, wasm_path, approved, installed_at, source)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)
 			ON CONFLICT (id) DO UPDATE SET version = excluded.version, digest = excluded.digest,
 				manifest = excluded.manifest, wasm_path = excluded.wasm_path,
-				approved = excluded.approved, installed_at = excluded.installed_at`,
-			m.ID, m.Version, m.Digest, blob(m.Manifest), m.WasmPath, blob(m.Approved), at)
+				approved = excluded.approved, installed_at = excluded.installed_at, source = excluded.source`,
+			m.ID, m.Version, m.Digest, blob(m.Manifest), m.WasmPath, blob(m.Approved), at, m.Source)
 		return err
 	})
 	if err != nil {
@@ -64,12 +70,12 @@ func blob(b []byte) []byte {
 	return b
 }
 
-const moduleColumns = `id, version, digest, manifest, wasm_path, approved, installed_at`
+const moduleColumns = `id, version, digest, manifest, wasm_path, approved, installed_at, source`
 
 func scanModule(r sqldb.Scanner) (Module, error) {
 	var m Module
 	var at int64
-	if err := r.Scan(&m.ID, &m.Version, &m.Digest, &m.Manifest, &m.WasmPath, &m.Approved, &at); err != nil {
+	if err := r.Scan(&m.ID, &m.Version, &m.Digest, &m.Manifest, &m.WasmPath, &m.Approved, &at, &m.Source); err != nil {
 		return Module{}, err
 	}
 	m.InstalledAt = sqldb.FromNanos(at)
