@@ -1,42 +1,40 @@
 package hubserver
 
 import (
-	"math"
 	"net"
 	"net/netip"
 	"sync"
 	"time"
+
+	"golang.org/x/time/rate"
 )
 
-// limiter is a set of token buckets, one per key: an account name, or the
-// client address for requests without a valid token. A bucket holds up to
-// burst tokens and refills at rate tokens per second; a request takes one.
+// limiter is a set of token buckets (golang.org/x/time/rate), one per key:
+// an account name, or the client address for requests without a valid
+// token. A bucket holds up to burst tokens and refills at rate tokens per
+// second; a request takes one.
 //
 // The table is bounded: idle buckets (full again) are swept once a minute,
 // and when maxKeys buckets are live a new key is refused rather than let an
-// attacker with many addresses grow the table without bound.
+// attacker with many addresses grow the table without bound. Every reading
+// of the clock is l.now's, so tests drive the buckets with a fake clock.
 type limiter struct {
-	rate    float64
-	burst   float64
+	rate    rate.Limit
+	burst   int
 	maxKeys int
 	now     func() time.Time
 
 	mu        sync.Mutex
-	buckets   map[string]*bucket
+	buckets   map[string]*rate.Limiter
 	lastSweep time.Time
 }
 
-type bucket struct {
-	tokens float64
-	last   time.Time
-}
-
-func newLimiter(rate float64, burst int, now func() time.Time) *limiter {
-	return &limiter{rate: rate, burst: float64(burst), maxKeys: 100_000, now: now, buckets: map[string]*bucket{}}
+func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
+	return &limiter{rate: rate.Limit(perSecond), burst: burst, maxKeys: 100_000, now: now, buckets: map[string]*rate.Limiter{}}
 }
 
 // allow takes a token from key's bucket. When there is none it returns
-// false and how long until there will be.
+// false and how long until there will be (the Retry-After of the refusal).
 func (l *limiter) allow(key string) (bool, time.Duration) {
 	now := l.now()
 	l.mu.Lock()
@@ -52,31 +50,27 @@ func (l *limiter) allow(key string) (bool, time.Duration) {
 				return false, time.Second
 			}
 		}
-		b = &bucket{tokens: l.burst, last: now}
+		b = rate.NewLimiter(l.rate, l.burst) // full
 		l.buckets[key] = b
 	}
-	b.refill(now, l.rate, l.burst)
-	if b.tokens < 1 {
-		wait := time.Duration((1 - b.tokens) / l.rate * float64(time.Second))
+	// A reservation says when the token would be there; a request that
+	// would have to wait is refused, and its reservation given back.
+	r := b.ReserveN(now, 1)
+	if !r.OK() { // a burst below one token: never
+		return false, time.Second
+	}
+	if wait := r.DelayFrom(now); wait > 0 {
+		r.CancelAt(now)
 		return false, wait
 	}
-	b.tokens--
 	return true, 0
-}
-
-func (b *bucket) refill(now time.Time, rate, burst float64) {
-	if d := now.Sub(b.last); d > 0 {
-		b.tokens = math.Min(burst, b.tokens+d.Seconds()*rate)
-		b.last = now
-	}
 }
 
 // sweep drops buckets that are full again: forgetting them changes nothing.
 func (l *limiter) sweep(now time.Time) {
 	l.lastSweep = now
 	for k, b := range l.buckets {
-		b.refill(now, l.rate, l.burst)
-		if b.tokens >= l.burst {
+		if b.TokensAt(now) >= float64(l.burst) {
 			delete(l.buckets, k)
 		}
 	}

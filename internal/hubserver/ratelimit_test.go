@@ -43,6 +43,27 @@ func TestLimiterRefills(t *testing.T) {
 	}
 }
 
+// A refused request takes nothing: however often a client retries too
+// early, it waits only for the token it lacks.
+func TestLimiterRefusalTakesNothing(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLimiter(1, 1, clk.now)
+	if ok, _ := l.allow("a"); !ok {
+		t.Fatal("the first request was refused")
+	}
+	for i := range 5 {
+		clk.t = clk.t.Add(100 * time.Millisecond)
+		want := time.Duration(9-i) * 100 * time.Millisecond
+		if ok, wait := l.allow("a"); ok || (wait-want).Abs() > time.Microsecond {
+			t.Errorf("retry %d: ok %v, wait %v; want refused, %v", i, ok, wait, want)
+		}
+	}
+	clk.t = clk.t.Add(500 * time.Millisecond)
+	if ok, wait := l.allow("a"); !ok {
+		t.Errorf("refused a second after the last token (wait %v): the refusals took tokens", wait)
+	}
+}
+
 func TestLimiterBoundsItsTable(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLimiter(1, 2, clk.now)
