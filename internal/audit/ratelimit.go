@@ -123,6 +123,11 @@ type tally struct {
 
 // ring holds the times of the newest entries of a sliding window, oldest
 // first from next once it is full. Times are added in order.
+//
+// It is a window, not a token bucket (golang.org/x/time/rate, which the hub
+// uses): a bucket of max tokens refilled at max per span lets through max
+// and then its refill, up to twice max in one span, and cannot say how many
+// summary rows a span has left. The bounds here hold in any span.
 type ring struct {
 	at   []time.Duration
 	next int
