@@ -176,7 +176,16 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 	}
 	if current != nil && current.Version == v.Version && current.Digest == v.WasmDigest && hub.Digest(current.Manifest) == v.ManifestDigest &&
 		(req.Pin == nil || (req.Pin.WasmDigest == v.WasmDigest && req.Pin.ManifestDigest == v.ManifestDigest)) {
-		return res, nil // exactly this version is installed
+		// Exactly this version is installed. An operator who asks for it
+		// from this hub in place of the same bytes from a directory gets
+		// it recorded as from the hub (asked first, as any origin change).
+		same, err := s.installedFromHere(ctx, *current)
+		if err != nil {
+			return res, err
+		}
+		if same || !req.Ask {
+			return res, nil
+		}
 	}
 
 	pkg, err := s.Client.Fetch(ctx, req.ID, v.Version, hubclient.FetchOptions{Pin: req.Pin})
@@ -220,10 +229,10 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return res, err
 		}
-		plan.OriginChange = err != nil || o.HubURL != s.Login.URL || o.WasmDigest != current.Digest
+		plan.OriginChange = err != nil || o.HubURL != s.Login.URL || !sameVersion(*current, o)
 	}
 
-	dir, err := os.MkdirTemp(st.Home, ".hub-install-*")
+	dir, err := os.MkdirTemp(st.Home, installDirPrefix+"*")
 	if err != nil {
 		return res, fmt.Errorf("install %s: %w", ref, err)
 	}
