@@ -6,6 +6,7 @@ import (
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 )
@@ -69,6 +70,12 @@ func Hint(err error) string {
 		return "ask an owner of the team to push, or to make you an owner"
 	case hub.CodeTeamNotFound:
 		return "station team status lists the teams this station is in"
+	}
+	switch {
+	case errors.Is(err, hubsync.ErrNotFromHub):
+		return "to replace it with the hub's version: station module install OWNER/SLUG@VERSION, which shows what changes and asks first"
+	case errors.Is(err, hubsync.ErrNoSigningKey):
+		return "make one: station hub key create; or name one: --key PATH"
 	}
 	return ""
 }
