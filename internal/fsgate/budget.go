@@ -8,6 +8,30 @@ import (
 	experimentalsys "github.com/tetratelabs/wazero/experimental/sys"
 )
 
+// Lock order. The gate's locks are taken in this order, and released in
+// the reverse:
+//
+//  1. Account.ns, the namespace lock of the module: shared by every
+//     operation that adds or removes a name (open with O_CREAT, mkdir,
+//     rmdir, unlink, link, symlink), exclusive for a rename;
+//  2. Account.mu, the size lock: held from reading a size to changing it
+//     (write, truncate, open with O_TRUNC, unlink, the file a rename
+//     replaces) and by Usage and Add;
+//  3. instanceState.mu, an instance's lock: its set of open files and its
+//     one uncounted "/". Nothing is taken or called while it is held.
+//
+// Gate.mu (the mount roots: FS and Close) is never held with any of them.
+// The budgets (open files, entries, the process's descriptors) are atomic
+// counters and take no lock. The recorder and the hooks may be called with
+// ns held, never with mu or an instance's lock: they may block, and the
+// recorder must not call into the gate. Nothing takes ns while holding mu
+// or an instance's lock, no goroutine takes ns twice (a second RLock would
+// wait for a rename queued after the first), the gates of one module share
+// one Account and those of two modules never nest, and CloseFiles lets go
+// of the instance's lock before closing (Close takes it again): so no two
+// operations can each hold what the other waits for. RATIONALE.md, "What
+// is the fsgate lock order?"; lockorder_linux_test.go checks it.
+
 // The budgets a gate enforces besides its policy and its byte quota. See
 // docs/filesystem.md, "Limits".
 const (
