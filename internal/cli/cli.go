@@ -19,6 +19,7 @@ import (
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/cli/demo"
+	"github.com/station-dev/station/internal/cli/module"
 	"github.com/station-dev/station/internal/cli/run"
 )
 
@@ -121,7 +122,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), a.moduleCmd(), a.auditCmd(), demo.NewCmd(f, nil), a.serveCmd(), a.workflowCmd(), a.teamCmd(), a.llmCmd()} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), a.auditCmd(), demo.NewCmd(f, nil), a.serveCmd(), a.workflowCmd(), a.teamCmd(), a.llmCmd()} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}

@@ -119,7 +119,8 @@ func TestInputForms(t *testing.T) {
 }
 
 // The operator's whole path: install (with and without approval), list,
-// show, run, a denial with its exit code and message, audit, remove.
+// show (where it came from), run, a denial with its exit code and message,
+// audit, remove (which needs --yes without a terminal).
 func TestOperatorFlow(t *testing.T) {
 	home := t.TempDir()
 	ca := fixture.NewCA(t)
@@ -145,7 +146,7 @@ func TestOperatorFlow(t *testing.T) {
 		t.Fatalf("module list --json: %v %v", list, err)
 	}
 	r = station(t, home, "", "module", "show", "dave/stripe-invoicing").want(t, 0)
-	for _, want := range []string{"sha256:", "create-invoice", "may connect to api.groq.com",
+	for _, want := range []string{"sha256:", "create-invoice", "may connect to api.groq.com", "from       directory " + dir + "\n",
 		"limits\n  memory 128 MiB, timeout 30s, 8 calls at once, warm instances, reused\n  input 16 MiB, output 16 MiB, host-call request 16 MiB, HTTP response 16 MiB\n"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("module show does not contain %q:\n%s", want, r.out)
@@ -187,7 +188,13 @@ func TestOperatorFlow(t *testing.T) {
 		t.Errorf("station.log does not record the gates:\n%s", log)
 	}
 
-	station(t, home, "", "module", "remove", "dave/stripe-invoicing").want(t, 0)
+	// Remove: without a terminal it needs --yes, and removes nothing.
+	r = station(t, home, "", "module", "remove", "dave/stripe-invoicing").want(t, cli.ExitUsage)
+	if !strings.Contains(r.err, "rerun with --yes") {
+		t.Errorf("remove without --yes: %s", r.err)
+	}
+	station(t, home, "", "module", "show", "dave/stripe-invoicing").want(t, 0)
+	station(t, home, "", "module", "remove", "--yes", "dave/stripe-invoicing").want(t, 0)
 	station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice").want(t, cli.ExitError)
 }
 
@@ -206,21 +213,6 @@ func TestTamperedModuleRefused(t *testing.T) {
 	r := station(t, home, "", "run", "station/hello", "greet").want(t, cli.ExitError)
 	if !strings.Contains(r.err, "refusing to run it") {
 		t.Errorf("tampered module: %s", r.err)
-	}
-}
-
-// TestInstallYesNeverFallsBackToTheHub: --yes with a path that is not a
-// directory here (run from the wrong folder) is refused, not read as a hub
-// module of that name; naming the version makes the hub install explicit.
-func TestInstallYesNeverFallsBackToTheHub(t *testing.T) {
-	home := t.TempDir()
-	r := station(t, home, "", "module", "install", "--yes", "examples/hello").want(t, cli.ExitUsage)
-	if !strings.Contains(r.err, "examples/hello is not a directory here") || !strings.Contains(r.err, "examples/hello@VERSION") {
-		t.Errorf("install --yes of a missing directory: %s", r.err)
-	}
-	r = station(t, home, "", "module", "install", "--yes", "examples/hello@1.0.0")
-	if strings.Contains(r.err, "is not a directory here") {
-		t.Errorf("an explicit hub reference was refused as a path: %s", r.err)
 	}
 }
 

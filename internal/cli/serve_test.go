@@ -81,7 +81,7 @@ func TestServeAndRunThroughIt(t *testing.T) {
 	}
 	station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
 
-	station(t, home, "", "module", "remove", "dave/stripe-invoicing").want(t, 0)
+	station(t, home, "", "module", "remove", "--yes", "dave/stripe-invoicing").want(t, 0)
 	if h, err := c.Health(ctx); err != nil || len(h.Loaded) != 0 {
 		t.Errorf("the daemon still holds the removed module: %+v, %v", h, err)
 	}
