@@ -60,7 +60,7 @@ func newEnv(t *testing.T) *env {
 	ctx := context.Background()
 	h := hubtest.Start(t)
 	dave, signer := h.Publisher(t, "dave")
-	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	st, err := station.Open(ctx, t.TempDir(), station.Options{Cache: testCache})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,94 @@
+package hubsync
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/station-dev/station/internal/station"
+)
+
+// TeamStatus is a team as this station's records know it: what `station
+// team status` shows, without asking the hub. The names and messages in it
+// came from the hub and its lockfile.
+type TeamStatus struct {
+	Name   string `json:"name"`
+	HubURL string `json:"hub_url"`
+	Role   string `json:"role"`
+	// Revision is the lockfile revision last applied here; -1 before the
+	// first.
+	Revision int64     `json:"revision"`
+	SyncedAt time.Time `json:"synced_at,omitzero"`
+	// LastError is why the last sync did not apply everything ("" if it
+	// did).
+	LastError string `json:"last_error,omitempty"`
+	// WorkflowDir is where the team's workflows are written.
+	WorkflowDir string `json:"workflow_dir"`
+	// Pending are the changes that wait for the operator's approval.
+	Pending []PendingChange `json:"pending"`
+}
+
+// PendingChange is a team change that waits for the operator's approval
+// while the approved version (FromVersion, "" when the module is not
+// installed) keeps running.
+type PendingChange struct {
+	Team        string `json:"team"`
+	Module      string `json:"module"`
+	Version     string `json:"version"`
+	Revision    int64  `json:"revision"`
+	FromVersion string `json:"from_version,omitempty"`
+	// Escalations say in plain words what the change asks beyond the
+	// approval.
+	Escalations []string  `json:"escalations"`
+	RecordedAt  time.Time `json:"recorded_at"`
+}
+
+// NotMemberError is a team name this station (or, for a sync, the hub
+// account) is not a member of.
+type NotMemberError struct {
+	Team string
+	// Account is set when the hub said so (a sync): the account is not a
+	// member. Otherwise this station's records do not list the team.
+	Account bool
+}
+
+func (e *NotMemberError) Error() string {
+	if e.Account {
+		return fmt.Sprintf("this account is not a member of team %s", e.Team)
+	}
+	return fmt.Sprintf("this station is not a member of team %s", e.Team)
+}
+
+// Status returns the teams this station is a member of (only team, when
+// it is not ""), each with the revision applied and the changes pending,
+// from the station's records: no hub login is needed. A team this station
+// is not in is a *NotMemberError.
+func Status(ctx context.Context, st *station.Station, team string) ([]TeamStatus, error) {
+	teams, err := st.Store.HubTeams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	pend, err := st.Store.HubPendings(ctx, team)
+	if err != nil {
+		return nil, err
+	}
+	out := []TeamStatus{}
+	for _, t := range teams {
+		if team != "" && t.Name != team {
+			continue
+		}
+		ts := TeamStatus{Name: t.Name, HubURL: t.HubURL, Role: t.Role, Revision: t.Revision, SyncedAt: t.SyncedAt, LastError: t.LastError,
+			WorkflowDir: WorkflowDir(st.Home, t.Name), Pending: []PendingChange{}}
+		for _, p := range pend {
+			if p.Team == t.Name {
+				ts.Pending = append(ts.Pending, PendingChange{Team: p.Team, Module: p.Module, Version: p.Version, Revision: p.Revision,
+					FromVersion: p.FromVersion, Escalations: nonNil(p.Escalations), RecordedAt: p.RecordedAt})
+			}
+		}
+		out = append(out, ts)
+	}
+	if team != "" && len(out) == 0 {
+		return nil, &NotMemberError{Team: team}
+	}
+	return out, nil
+}
