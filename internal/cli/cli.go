@@ -17,10 +17,11 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/station-dev/station/internal/cli/audit"
 	"github.com/station-dev/station/internal/cli/cmdutil"
-	"github.com/station-dev/station/internal/cli/demo"
-	"github.com/station-dev/station/internal/cli/module"
+	"github.com/station-dev/station/internal/cli/llm"
 	"github.com/station-dev/station/internal/cli/run"
+	"github.com/station-dev/station/internal/cli/workflow"
 )
 
 // Exit codes, as cmdutil defines them: part of the CLI's contract with
@@ -122,7 +123,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), a.auditCmd(), demo.NewCmd(f, nil), a.serveCmd(), a.workflowCmd(), a.teamCmd(), a.llmCmd()} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), a.moduleCmd(), audit.NewCmd(f, nil), a.demoCmd(), a.serveCmd(), workflow.NewCmd(f), a.teamCmd(), llm.NewCmd(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}

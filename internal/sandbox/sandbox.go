@@ -70,10 +70,10 @@ var Discard Recorder = RecorderFunc(func(Decision) {})
 // Violation is the typed error a denial becomes. It is returned to the guest
 // (as an ABI error) and, when the command fails, to the caller of dispatch.
 type Violation struct {
-	Module     string
-	Capability Capability
-	Target     string // already sanitized by Sanitize
-	Reason     string
+	Module     string     `json:"module"`
+	Capability Capability `json:"capability"`
+	Target     string     `json:"target"` // already sanitized by Sanitize
+	Reason     string     `json:"reason"`
 }
 
 // Error renders the violation as one line, e.g.

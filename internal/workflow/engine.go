@@ -99,12 +99,12 @@ type Event struct {
 	Output    json.RawMessage `json:"output,omitempty"`
 }
 
-// Result is the end of a run.
+// Result is the end of a run (the daemon's answer to a run, in JSON).
 type Result struct {
-	RunID  int64
-	Status store.RunStatus
+	RunID  int64           `json:"run"`
+	Status store.RunStatus `json:"status"`
 	// Output is the run's output when it succeeded.
-	Output json.RawMessage
+	Output json.RawMessage `json:"output,omitempty"`
 }
 
 // Trace returns the trace of attempt n of step in run id: the audit

@@ -24,6 +24,9 @@ func ExactArgs(n int, names ...string) cobra.PositionalArgs {
 // argument that is none of its subcommands it is a usage error that says
 // which ones are close, so that `station module frobnicate` never exits 0.
 func Group(c *cobra.Command) *cobra.Command {
+	if c.SuggestionsMinimumDistance <= 0 {
+		c.SuggestionsMinimumDistance = 2 // cobra's default for the root, which SuggestionsFor alone does not apply
+	}
 	c.Args = func(cmd *cobra.Command, args []string) error {
 		if len(args) == 0 {
 			return nil

@@ -5,11 +5,10 @@ import (
 	"fmt"
 
 	"github.com/station-dev/station/hub"
-	"github.com/station-dev/station/internal/demo"
 	"github.com/station-dev/station/internal/host"
-	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/workflow"
 )
 
 // Exit codes. They are part of the CLI's contract with scripts.
@@ -72,17 +71,8 @@ func Hint(err error) string {
 	case hub.CodeTeamNotFound:
 		return "station team status lists the teams this station is in"
 	}
-	switch {
-	case errors.Is(err, demo.ErrNoCheckout):
-		return "cd into a clone of the station repository and run it there: go run ./cmd/station demo (or serve --demo)"
-	case errors.Is(err, demo.ErrNotDemoHome):
-		return "give the demo a directory of its own with --home, or leave --home out"
-	}
-	switch {
-	case errors.Is(err, hubsync.ErrNotFromHub):
-		return "to replace it with the hub's version: station module install OWNER/SLUG@VERSION, which shows what changes and asks first"
-	case errors.Is(err, hubsync.ErrNoSigningKey):
-		return "make one: station hub key create; or name one: --key PATH"
+	if errors.Is(err, workflow.ErrNoRun) {
+		return "station workflow runs lists the runs"
 	}
 	return ""
 }

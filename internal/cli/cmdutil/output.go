@@ -52,6 +52,23 @@ func WriteJSON(w io.Writer, v any) error {
 	return err
 }
 
+// WriteJSONLine prints v as JSON on one line, through JSONText, with the
+// same check as WriteJSON: for a stream of values (a workflow's events),
+// one a line.
+func WriteJSONLine(w io.Writer, v any) error {
+	if testing.Testing() {
+		if err := CheckJSONNames(v); err != nil {
+			return err
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(JSONText(b), '\n'))
+	return err
+}
+
 var (
 	snakeCase = regexp.MustCompile(`^[a-z][a-z0-9]*(_[a-z0-9]+)*$`)
 	checked   sync.Map // reflect.Type → error (nil when its names are fine)
