@@ -17,11 +17,12 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/station-dev/station/internal/cli/audit"
 	"github.com/station-dev/station/internal/cli/cmdutil"
-	"github.com/station-dev/station/internal/cli/llm"
+	"github.com/station-dev/station/internal/cli/demo"
+	"github.com/station-dev/station/internal/cli/hub"
+	"github.com/station-dev/station/internal/cli/module"
 	"github.com/station-dev/station/internal/cli/run"
-	"github.com/station-dev/station/internal/cli/workflow"
+	"github.com/station-dev/station/internal/cli/team"
 )
 
 // Exit codes, as cmdutil defines them: part of the CLI's contract with
@@ -123,10 +124,10 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), a.moduleCmd(), audit.NewCmd(f, nil), a.demoCmd(), a.serveCmd(), workflow.NewCmd(f), a.teamCmd(), llm.NewCmd(f)} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), a.auditCmd(), demo.NewCmd(f, nil), a.serveCmd(), a.workflowCmd(), team.NewCmd(f), a.llmCmd()} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}
-	root.AddCommand(a.versionCmd(), a.hubCmd())
+	root.AddCommand(a.versionCmd(), hub.NewCmd(f))
 	return cmdutil.Group(root)
 }

@@ -3,17 +3,18 @@ package cli
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	democmd "github.com/station-dev/station/internal/cli/demo"
+	hubcmd "github.com/station-dev/station/internal/cli/hub"
 	"github.com/station-dev/station/internal/daemon"
+	demodata "github.com/station-dev/station/internal/demo"
+	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
-	"github.com/station-dev/station/internal/wasmbuild"
-	"github.com/station-dev/station/internal/workflow"
 )
 
 // DefaultDaemonAddr is where `station serve` listens unless told otherwise.
@@ -63,24 +64,13 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 
 	var s *station.Station
 	var home string
+	var dm *demodata.Demo
 	if demo {
-		home, err = a.demoHome()
-		if err != nil {
+		if dm, err = democmd.StartServe(ctx, a.Factory); err != nil {
 			return err
 		}
-		root, err := wasmbuild.RepoRoot()
-		if err != nil {
-			return fmt.Errorf("serve --demo: %w (run it from a checkout of the station repository)", err)
-		}
-		fmt.Fprintf(a.IO.Out, "station serve --demo — STATION_HOME=%s\n", home)
-		step := func(format string, args ...any) { fmt.Fprintf(a.IO.Out, "\n==> "+format+"\n", args...) }
-		st, fake, err := a.demoStation(ctx, root, home, step)
-		if err != nil {
-			return err
-		}
-		defer fake.Close()
-		a.Adopt(st)
-		s = st
+		defer dm.Close(ctx)
+		s, home = dm.Station, dm.Home
 	} else {
 		s, err = a.Open(ctx)
 		if err != nil {
@@ -98,46 +88,26 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 		return fmt.Errorf("a daemon (pid %d) already serves %s; stop it first", pid, home)
 	}
 
-	wfs, err := workflow.NewService(ctx, s, a.IO.Getenv)
+	wfs, err := a.workflowService(ctx, s)
 	if err != nil {
 		return err
 	}
 	log := a.Logger(home)
 	var background []func(context.Context)
-	if relay := a.hubRelay(ctx, s, log); relay != nil {
+	if relay := hubsync.Follower(s, hubsync.FollowOptions{Log: log, OnEvent: hubcmd.RelayPrinter(a.IO.Out)}); relay != nil {
 		background = append(background, relay)
 	}
 	ready := func() {
 		fmt.Fprintf(a.IO.Out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), home)
 		fmt.Fprintf(a.IO.Out, "token in %s; API reference: docs/api.md\n", filepath.Join(home, daemon.StateFile))
-		if demo {
-			fmt.Fprintf(a.IO.Out, `
-In another terminal, try:
-  export STATION_HOME=%s
-  go run ./cmd/station run station/hello greet --input '{"name":"Ada"}'
-  go run ./cmd/station run dave/stripe-invoicing fetch --input '{"url":"https://evil.example/"}'   # denied: exit code 3
-  go run ./cmd/station workflow run examples/workflows/invoice.yaml --input customer=cus_demo --input api_key=sk_test_demo
-  go run ./cmd/station audit --denied
-`, home)
+		if dm != nil {
+			democmd.PrintTry(a.IO.Out, dm)
 		}
 		fmt.Fprintln(a.IO.Out, "Ctrl-C stops it.")
 	}
-	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs.Daemon(), Background: background, Ready: ready})
+	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs, Background: background, Ready: ready})
 	if err != nil {
 		return err
 	}
 	return srv.Serve(ctx, ln, 30*time.Second)
-}
-
-// demoHome is --home, else ~/.station-demo — never $STATION_HOME, the
-// operator's own station, whose configuration the demo rewrites.
-func (a *app) demoHome() (string, error) {
-	if a.Home != "" {
-		return a.Home, nil
-	}
-	u, err := os.UserHomeDir()
-	if err != nil {
-		return "", fmt.Errorf("serve --demo: %w (pass --home)", err)
-	}
-	return filepath.Join(u, ".station-demo"), nil
 }

@@ -2,9 +2,6 @@ package cli_test
 
 import (
 	"encoding/json"
-	"fmt"
-	"net"
-	"net/http"
 	"regexp"
 	"strings"
 	"testing"
@@ -101,7 +98,7 @@ func TestTeamInvites(t *testing.T) {
 	// Bob joins; as a member he may not see the invites.
 	tr.add(station(t, homeB, forBob+"\n", "team", "join", "-")).want(t, 0)
 	r = tr.add(station(t, homeB, "", "team", "invites", "acme")).want(t, 1)
-	if !strings.Contains(r.err, "not_team_owner") || !strings.Contains(r.err, "only owners see and revoke invites") {
+	if !strings.Contains(r.err, "not_team_owner") || !strings.Contains(r.err, "only owners make, see and revoke invites") {
 		t.Errorf("a member lists: %s", r.err)
 	}
 
@@ -129,50 +126,4 @@ func TestTeamInvites(t *testing.T) {
 		t.Errorf("team invite -- revoke printed %q", code)
 	}
 	noSecrets(t, tr, hubLog, []string{homeA, homeB}, alice, bob, forBob, asOwner, code)
-}
-
-// TestTeamInvitesFromAHostileHub: what a hub sends for an invite reaches
-// the terminal only through termText, in the table and in the JSON.
-func TestTeamInvitesFromAHostileHub(t *testing.T) {
-	evil := "\x1b]0;pwned\x07\x1b[2J\r\u202e"
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/whoami", func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `{"name":"alice","created_at":"2026-12-01T00:00:00Z"}`)
-	})
-	list := func(w http.ResponseWriter, r *http.Request) {
-		inv := hub.PendingInvite{ID: "0123456789abcdef" + evil, Team: "acme" + evil, Role: "owner" + evil, Account: "bob" + evil, CreatedBy: "alice" + evil}
-		if r.PathValue("id") != "" {
-			json.NewEncoder(w).Encode(inv)
-			return
-		}
-		json.NewEncoder(w).Encode([]hub.PendingInvite{inv})
-	}
-	mux.HandleFunc("GET /v1/teams/acme/invites", list)
-	mux.HandleFunc("DELETE /v1/teams/acme/invites/{id}", list)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &http.Server{Handler: mux}
-	go srv.Serve(ln)
-	t.Cleanup(func() { srv.Close() })
-
-	home := t.TempDir()
-	tok := hub.TokenPrefix + strings.Repeat("A", 43)
-	station(t, home, tok+"\n", "hub", "login", "--url", "http://"+ln.Addr().String(), "--token-stdin").want(t, 0)
-	for _, args := range [][]string{
-		{"team", "invites", "acme"},
-		{"team", "invites", "acme", "--json"},
-		{"team", "invite", "revoke", "acme", "0123456789abcdef"},
-		{"team", "invite", "revoke", "acme", "0123456789abcdef", "--json"},
-	} {
-		r := station(t, home, "", args...).want(t, 0)
-		if strings.ContainsAny(r.out+r.err, "\x1b\x07\r\u202e") {
-			t.Errorf("%v printed a control character from the hub:\n%q\n%q", args, r.out, r.err)
-		}
-		t.Logf("%v: %q", args, r.out)
-		if !strings.Contains(r.out, "alice") {
-			t.Errorf("%v printed %q", args, r.out)
-		}
-	}
 }

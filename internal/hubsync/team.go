@@ -237,7 +237,7 @@ func (s *Session) CreateTeam(ctx context.Context, name string, fromInstalled boo
 	if !fromInstalled {
 		return t, nil, nil
 	}
-	tl, err := s.Push(ctx, name, nil, nil)
+	tl, _, err := s.Push(ctx, name, nil, nil)
 	if err != nil {
 		return t, nil, err
 	}
@@ -267,16 +267,17 @@ func (s *Session) Join(ctx context.Context, code string, approve Approver) (hub.
 // with the permissions approved here, adds or replaces workflows, keeps the
 // rest of the lockfile, and pushes it on the current revision (pulling and
 // merging again when another push won the race). Only team owners may
-// push.
-func (s *Session) Push(ctx context.Context, team string, ids []string, workflows []hub.Workflow) (hub.TeamLockfile, error) {
+// push. The revision pushed is then applied here (applyPushed), and the
+// report says what that did.
+func (s *Session) Push(ctx context.Context, team string, ids []string, workflows []hub.Workflow) (hub.TeamLockfile, *Report, error) {
 	entries, err := s.lockedModules(ctx, ids)
 	if err != nil {
-		return hub.TeamLockfile{}, err
+		return hub.TeamLockfile{}, nil, err
 	}
 	for attempt := 0; ; attempt++ {
 		cur, err := s.Client.Lockfile(ctx, team)
 		if err != nil {
-			return hub.TeamLockfile{}, err
+			return hub.TeamLockfile{}, nil, err
 		}
 		l := cur.Lockfile
 		for _, e := range entries {
@@ -304,10 +305,11 @@ func (s *Session) Push(ctx context.Context, team string, ids []string, workflows
 			continue // someone pushed meanwhile: merge onto theirs
 		}
 		if err != nil {
-			return hub.TeamLockfile{}, err
+			return hub.TeamLockfile{}, nil, err
 		}
 		s.log().Info("pushed team lockfile", "team", team, "revision", tl.Revision, "modules", len(entries), "workflows", len(workflows))
-		return tl, nil
+		rep, err := s.applyPushed(ctx, team, tl)
+		return tl, rep, err
 	}
 }
 

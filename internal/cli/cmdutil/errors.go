@@ -5,10 +5,11 @@ import (
 	"fmt"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/demo"
 	"github.com/station-dev/station/internal/host"
+	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
-	"github.com/station-dev/station/internal/workflow"
 )
 
 // Exit codes. They are part of the CLI's contract with scripts.
@@ -63,6 +64,21 @@ func ExitCode(err error) int {
 // Hint returns what a person should do about err, or "": it is the one
 // place the CLI adds advice to an error, beside the exit-code mapping.
 func Hint(err error) string {
+	var keyExists *hubsync.KeyExistsError
+	var notMember *hubsync.NotMemberError
+	var invite *hubsync.InviteError
+	switch {
+	case errors.As(err, &keyExists):
+		return "to rotate it: station hub key create --force registers a new key and keeps the old file beside it; stations that pinned the old key ask their operators before they trust the new one (docs/hub-client.md)"
+	case errors.As(err, &notMember) && notMember.Account:
+		return "join it with an invite code from an owner: station team join CODE"
+	case errors.As(err, &notMember):
+		return "station team status lists this station's teams"
+	case errors.As(err, &invite) && hub.CodeOf(err) == hub.CodeInviteNotFound:
+		return "station team invites " + TermText(invite.Team) + " lists the pending ones"
+	case errors.As(err, &invite) && hub.CodeOf(err) == hub.CodeNotTeamOwner:
+		return "only owners make, see and revoke invites"
+	}
 	switch hub.CodeOf(err) {
 	case hub.CodeUnauthenticated:
 		return "log in again: station hub login --url URL"
@@ -71,8 +87,17 @@ func Hint(err error) string {
 	case hub.CodeTeamNotFound:
 		return "station team status lists the teams this station is in"
 	}
-	if errors.Is(err, workflow.ErrNoRun) {
-		return "station workflow runs lists the runs"
+	switch {
+	case errors.Is(err, demo.ErrNoCheckout):
+		return "cd into a clone of the station repository and run it there: go run ./cmd/station demo (or serve --demo)"
+	case errors.Is(err, demo.ErrNotDemoHome):
+		return "give the demo a directory of its own with --home, or leave --home out"
+	}
+	switch {
+	case errors.Is(err, hubsync.ErrNotFromHub):
+		return "to replace it with the hub's version: station module install OWNER/SLUG@VERSION, which shows what changes and asks first"
+	case errors.Is(err, hubsync.ErrNoSigningKey):
+		return "make one: station hub key create; or name one: --key PATH"
 	}
 	return ""
 }

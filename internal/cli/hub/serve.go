@@ -1,0 +1,144 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	hubapi "github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/hubserver"
+	"github.com/station-dev/station/manifest"
+)
+
+// DefaultAddr is where `station hub serve` listens unless told otherwise.
+const DefaultAddr = "127.0.0.1:7777"
+
+// ServeOptions are what `station hub serve` was asked to do.
+type ServeOptions struct {
+	IO        *cmdutil.IOStreams
+	Addr      string // --addr
+	Data      string // --data
+	Bootstrap string // --bootstrap-user
+	MaxWasm   string // --max-wasm, e.g. 64MiB
+	Limits    hubapi.Limits
+}
+
+// NewCmdServe returns `station hub serve`.
+func NewCmdServe(f *cmdutil.Factory, runF func(*ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{IO: &f.IO}
+	c := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the hub (marketplace and Teams relay)",
+		Long: `Serve runs the hub: accounts and API tokens, signed module bundles
+(publish, search, download, yank), teams with their shared lockfile, and the
+event stream that relays team and module changes to connected stations. The
+protocol is docs/hub-protocol.md.
+
+State lives in the data directory (--data, $STATION_HUB_DATA, default
+~/.station-hub): hub.db (SQLite) and blobs/. It is the hub's own, never a
+station's home.
+
+The first account: --bootstrap-user NAME creates NAME if the hub has no such
+account and prints its token once, on stdout. Later accounts and tokens:
+'station hub user create NAME' and 'station hub user token NAME', also while
+the hub runs.
+
+Serve listens on 127.0.0.1:7777 by default; put a TLS-terminating proxy in
+front of it to serve other machines (stations refuse plain http to anything
+but a loopback address). Stop it with Ctrl-C or SIGTERM: event streams end at
+once (stations reconnect and catch up), other requests finish first.`,
+		Example: `  station hub serve --bootstrap-user dave
+  station hub serve --addr 127.0.0.1:0 --data /srv/station-hub`,
+		Args: cmdutil.ExactArgs(0),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if opts.MaxWasm != "" {
+				n, err := manifest.ParseSize(opts.MaxWasm)
+				if err != nil {
+					return cmdutil.Usagef("--max-wasm: %w", err)
+				}
+				opts.Limits.MaxWasmBytes = int64(n)
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return serveRun(cmd.Context(), opts)
+		},
+	}
+	c.Flags().StringVar(&opts.Addr, "addr", DefaultAddr, "address to listen on (port 0 picks a free one)")
+	dataFlag(c, &opts.Data)
+	c.Flags().StringVar(&opts.Bootstrap, "bootstrap-user", "", "create this account if it does not exist and print its token once")
+	c.Flags().StringVar(&opts.MaxWasm, "max-wasm", "", "largest module binary accepted, e.g. 64MiB (default 32MiB)")
+	c.Flags().Float64Var(&opts.Limits.RatePerSecond, "rate", 0, fmt.Sprintf("sustained requests per second per account or client address (default %d)", hubserver.DefaultRatePerSecond))
+	c.Flags().IntVar(&opts.Limits.Burst, "burst", 0, fmt.Sprintf("requests allowed at once before --rate applies (default %d)", hubserver.DefaultBurst))
+	return c
+}
+
+// dataFlag adds --data to c.
+func dataFlag(c *cobra.Command, dir *string) {
+	c.Flags().StringVar(dir, "data", "", "the hub's data directory (default $STATION_HUB_DATA or ~/.station-hub)")
+}
+
+// dataDir returns the hub's data directory: the flag, $STATION_HUB_DATA,
+// or ~/.station-hub. It is never a station's home.
+func dataDir(flag string, getenv func(string) string) (string, error) {
+	dir := flag
+	if dir == "" {
+		dir = getenv("STATION_HUB_DATA")
+	}
+	if dir == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return "", fmt.Errorf("hub data directory: set --data or STATION_HUB_DATA: %w", err)
+		}
+		dir = filepath.Join(home, ".station-hub")
+	}
+	return filepath.Abs(dir)
+}
+
+func serveRun(ctx context.Context, opts *ServeOptions) error {
+	dir, err := dataDir(opts.Data, opts.IO.Getenv)
+	if err != nil {
+		return err
+	}
+	st, blobs, err := hubserver.OpenDir(dir)
+	if err != nil {
+		return err
+	}
+	defer st.Close()
+	errw := opts.IO.Err
+	log := slog.New(slog.NewTextHandler(errw, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if opts.Bootstrap != "" {
+		tok, err := hubserver.CreateAccount(ctx, st, opts.Bootstrap, "bootstrap", time.Now())
+		switch {
+		case hubapi.CodeOf(err) == hubapi.CodeAccountExists:
+			fmt.Fprintf(errw, "account %s exists; for a new token: station hub user token %s\n", opts.Bootstrap, opts.Bootstrap)
+		case err != nil:
+			return fmt.Errorf("--bootstrap-user: %w", err)
+		default:
+			fmt.Fprintf(errw, "created account %s; its token (shown once, store it now):\n", opts.Bootstrap)
+			fmt.Fprintln(opts.IO.Out, tok.Secret)
+		}
+	}
+	srv, err := hubserver.New(hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: opts.Limits})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", opts.Addr)
+	if err != nil {
+		srv.Close()
+		return fmt.Errorf("hub serve: %w", err)
+	}
+	fmt.Fprintf(errw, "hub listening on http://%s (data %s, protocol %d)\n", ln.Addr(), dir, hubapi.ProtocolVersion)
+	if err := srv.Serve(ctx, ln); err != nil {
+		return fmt.Errorf("hub serve: %w", err)
+	}
+	fmt.Fprintln(errw, "hub stopped")
+	return nil
+}

@@ -1,0 +1,114 @@
+package team
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/hubsync"
+)
+
+// StatusOptions are what `station team status` was asked to do.
+type StatusOptions struct {
+	IO *cmdutil.IOStreams
+	// Status reads the station's teams (hubsync.Status on the Factory's
+	// station): no hub needed.
+	Status func(ctx context.Context, team string) ([]hubsync.TeamStatus, error)
+	Team   string // "" for every team
+	JSON   bool
+}
+
+// NewCmdStatus returns `station team status`.
+func NewCmdStatus(f *cmdutil.Factory, runF func(*StatusOptions) error) *cobra.Command {
+	opts := &StatusOptions{IO: &f.IO, Status: func(ctx context.Context, team string) ([]hubsync.TeamStatus, error) {
+		s, err := f.Open(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return hubsync.Status(ctx, s, team)
+	}}
+	c := &cobra.Command{
+		Use:   "status [TEAM]",
+		Short: "Show this station's teams, the lockfile revision applied and pending changes",
+		Long: `Status reads this station's records (no hub needed): each team, its role, the
+lockfile revision last applied (after a sync, a push from here, or the daemon
+applying what the hub relayed), why the last sync did not apply everything,
+and the changes waiting for approval with what each asks beyond the approved
+version, which keeps running meanwhile.
+
+With --json: [{"name", "hub_url", "role", "revision", "synced_at",
+"last_error", "workflow_dir", "pending": [{"team", "module", "version",
+"revision", "from_version", "escalations", "recorded_at"}]}]; revision is -1
+before the first sync.`,
+		Example: "  station team status\n  station team status acme --json",
+		Args:    maxArgs(1, "TEAM"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Team = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return statusRun(cmd.Context(), opts)
+		},
+	}
+	cmdutil.AddJSONFlag(c, &opts.JSON)
+	return c
+}
+
+// StatusResult is this station's teams.
+type StatusResult []hubsync.TeamStatus
+
+// Text implements cmdutil.Texter. The names, URLs, versions, errors and
+// escalations came from the hub and its lockfiles.
+func (r StatusResult) Text(w io.Writer) error {
+	t := cmdutil.TermText
+	for _, ts := range r {
+		rev := fmt.Sprintf("lockfile revision %d applied", ts.Revision)
+		if ts.Revision < 0 {
+			rev = "lockfile not applied yet (station team sync)"
+		}
+		fmt.Fprintf(w, "team %s (%s) on %s: %s", t(ts.Name), t(ts.Role), t(ts.HubURL), rev)
+		if !ts.SyncedAt.IsZero() {
+			fmt.Fprintf(w, " at %s", ts.SyncedAt.Local().Format(time.RFC3339))
+		}
+		fmt.Fprintln(w)
+		if ts.LastError != "" {
+			fmt.Fprintf(w, "  not applied: %s\n", t(ts.LastError))
+		}
+		fmt.Fprintf(w, "  workflows in %s\n", t(ts.WorkflowDir))
+		for _, p := range ts.Pending {
+			from := "not installed"
+			if p.FromVersion != "" {
+				from = t(p.FromVersion) + " keeps running"
+			}
+			fmt.Fprintf(w, "  PENDING %s %s (revision %d; %s); compared with what you approved, it:\n", t(p.Module), t(p.Version), p.Revision, from)
+			for _, e := range p.Escalations {
+				fmt.Fprintf(w, "    + %s\n", t(e))
+			}
+		}
+		if len(ts.Pending) > 0 {
+			fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", t(ts.Name))
+		}
+	}
+	return nil
+}
+
+func statusRun(ctx context.Context, opts *StatusOptions) error {
+	teams, err := opts.Status(ctx, opts.Team)
+	if err != nil {
+		return err
+	}
+	if teams == nil {
+		teams = []hubsync.TeamStatus{}
+	}
+	if len(teams) == 0 && !opts.JSON {
+		fmt.Fprintln(opts.IO.Err, "this station belongs to no team (station team create NAME, station team join CODE)")
+		return nil
+	}
+	return cmdutil.Print(opts.IO.Out, opts.JSON, StatusResult(teams))
+}

@@ -1,0 +1,219 @@
+package team
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/hubsync"
+	"github.com/station-dev/station/internal/station"
+)
+
+// SyncOptions are what `station team sync` was asked to do.
+type SyncOptions struct {
+	IO      *cmdutil.IOStreams
+	Session func(context.Context) (Service, error)
+	// Approver is how changes that need approval are asked about: nil
+	// leaves them pending.
+	Approver func(yes bool) hubsync.Approver
+	// Reload tells a running daemon that a module changed.
+	Reload func(ctx context.Context, id string)
+	// Home is the station home (where the team workflows are written).
+	Home func() (string, error)
+	Team string // "" for every team of the account
+	Yes  bool   // --yes
+	JSON bool
+}
+
+// NewCmdSync returns `station team sync`.
+func NewCmdSync(f *cmdutil.Factory, runF func(*SyncOptions) error) *cobra.Command {
+	opts := &SyncOptions{IO: &f.IO, Session: session(f), Approver: approver(f), Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	c := &cobra.Command{
+		Use:   "sync [TEAM]",
+		Short: "Apply the team lockfile on this station",
+		Long: `Sync applies the current lockfile of TEAM (or of every team this account
+belongs to): modules are installed at their pinned versions and digests, and
+the team's workflows are written to STATION_HOME/teams/TEAM/workflows/.
+Changes within what this station approved apply at once. Changes that ask for
+more are shown with the difference and approved on a terminal or with --yes;
+otherwise they stay pending (exit code 5) and the approved version keeps
+running. Modules installed here but absent from the lockfile are left alone.
+
+With --json: {"teams": [{"team", "revision", "installed", "unchanged",
+"pending", "failed", "workflows", "workflow_dir"}]}; the exit code still says
+whether everything was applied.`,
+		Example: "  station team sync\n  station team sync acme --yes",
+		Args:    maxArgs(1, "TEAM"),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 1 {
+				opts.Team = args[0]
+			}
+			if runF != nil {
+				return runF(opts)
+			}
+			return syncRun(cmd.Context(), opts)
+		},
+	}
+	c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve what the lockfile asks for without asking")
+	cmdutil.AddJSONFlag(c, &opts.JSON)
+	return c
+}
+
+// SyncResult is what a sync did, team by team.
+type SyncResult struct {
+	Teams []TeamSync `json:"teams"`
+}
+
+// Text implements cmdutil.Texter.
+func (r SyncResult) Text(w io.Writer) error {
+	for _, t := range r.Teams {
+		t.text(w, "")
+	}
+	return nil
+}
+
+func syncRun(ctx context.Context, opts *SyncOptions) error {
+	s, err := opts.Session(ctx)
+	if err != nil {
+		return err
+	}
+	reps, err := s.SyncTeams(ctx, opts.Team, opts.Approver(opts.Yes))
+	if err != nil {
+		return err
+	}
+	home, _ := opts.Home()
+	res := SyncResult{Teams: []TeamSync{}}
+	for _, rep := range reps {
+		res.Teams = append(res.Teams, newTeamSync(rep, home))
+		reload(ctx, opts.Reload, rep)
+	}
+	if len(res.Teams) == 0 && !opts.JSON {
+		fmt.Fprintln(opts.IO.Err, "this account belongs to no team (station team create NAME, station team join CODE)")
+		return nil
+	}
+	if err := cmdutil.Print(opts.IO.Out, opts.JSON, res); err != nil {
+		return err
+	}
+	return outcome(res.Teams...)
+}
+
+// reload tells a running daemon about each module rep installed.
+func reload(ctx context.Context, fn func(context.Context, string), rep *hubsync.Report) {
+	if rep == nil || fn == nil {
+		return
+	}
+	for _, r := range rep.Installed {
+		fn(ctx, r.ID)
+	}
+}
+
+// TeamSync is what applying one team's lockfile on this station did. The
+// names, versions, differences and failures came from the hub and its
+// lockfile.
+type TeamSync struct {
+	Team      string          `json:"team"`
+	Revision  int64           `json:"revision"`
+	Installed []ModuleVersion `json:"installed"`
+	Unchanged []string        `json:"unchanged"`
+	Pending   []Pending       `json:"pending"`
+	Failed    []Failure       `json:"failed"`
+	Workflows []string        `json:"workflows"`
+	// WorkflowDir is where the team's workflows are.
+	WorkflowDir string `json:"workflow_dir"`
+}
+
+// ModuleVersion is a module at a version.
+type ModuleVersion struct {
+	ID      string `json:"id"`
+	Version string `json:"version"`
+}
+
+// Pending is a change that waits for the operator's approval: what it
+// asks beyond what was approved.
+type Pending struct {
+	Module  string   `json:"module"`
+	Version string   `json:"version"`
+	Asks    []string `json:"asks"`
+}
+
+// Failure is a module of the lockfile that could not be applied.
+type Failure struct {
+	Module  string `json:"module"`
+	Version string `json:"version"`
+	Error   string `json:"error"`
+	err     error  // as the sync returned it, for the exit code
+}
+
+func newTeamSync(rep *hubsync.Report, home string) TeamSync {
+	t := TeamSync{Team: rep.Team, Revision: rep.Revision, Installed: []ModuleVersion{}, Unchanged: []string{}, Pending: []Pending{}, Failed: []Failure{},
+		Workflows: []string{}, WorkflowDir: hubsync.WorkflowDir(home, rep.Team)}
+	for _, r := range rep.Installed {
+		t.Installed = append(t.Installed, ModuleVersion{ID: r.ID, Version: r.Version})
+	}
+	t.Unchanged = append(t.Unchanged, rep.Unchanged...)
+	for _, p := range rep.Pending {
+		t.Pending = append(t.Pending, Pending{Module: p.Version.Module, Version: p.Version.Version, Asks: append([]string{}, p.Differences()...)})
+	}
+	for _, f := range rep.Failed {
+		t.Failed = append(t.Failed, Failure{Module: f.ID, Version: f.Version, Error: f.Error(), err: f})
+	}
+	t.Workflows = append(t.Workflows, rep.Workflows...)
+	return t
+}
+
+// text prints the sync, each line after indent.
+func (t TeamSync) text(w io.Writer, indent string) {
+	fmt.Fprintf(w, "%steam %s: lockfile revision %d\n", indent, cmdutil.TermText(t.Team), t.Revision)
+	t.changes(w, indent+"  ", true)
+}
+
+// changes prints what the sync changed (and, with unchanged, what it left
+// as it was), each line after indent.
+func (t TeamSync) changes(w io.Writer, indent string, unchanged bool) {
+	for _, r := range t.Installed {
+		fmt.Fprintf(w, "%sinstalled %s@%s\n", indent, cmdutil.TermText(r.ID), cmdutil.TermText(r.Version))
+	}
+	if unchanged {
+		for _, id := range t.Unchanged {
+			fmt.Fprintf(w, "%sup to date %s\n", indent, cmdutil.TermText(id))
+		}
+	}
+	for _, p := range t.Pending {
+		fmt.Fprintf(w, "%sPENDING %s@%s needs your approval; it:\n", indent, cmdutil.TermText(p.Module), cmdutil.TermText(p.Version))
+		for _, d := range p.Asks {
+			fmt.Fprintf(w, "%s  + %s\n", indent, cmdutil.TermText(d))
+		}
+	}
+	for _, f := range t.Failed {
+		fmt.Fprintf(w, "%sFAILED %s\n", indent, cmdutil.TermText(f.Error))
+	}
+	if unchanged && len(t.Workflows) > 0 {
+		fmt.Fprintf(w, "%sworkflows: %s (in %s)\n", indent, strings.Join(cmdutil.TermList(t.Workflows), ", "), cmdutil.TermText(t.WorkflowDir))
+	}
+}
+
+// outcome is the error of syncs: each module that failed, and the changes
+// left pending (exit code 5).
+func outcome(syncs ...TeamSync) error {
+	var errs []error
+	pending := 0
+	for _, t := range syncs {
+		for _, f := range t.Failed {
+			if f.err != nil {
+				errs = append(errs, f.err)
+			} else {
+				errs = append(errs, errors.New(f.Error))
+			}
+		}
+		pending += len(t.Pending)
+	}
+	if pending > 0 {
+		errs = append(errs, fmt.Errorf("%d team change(s) wait for your approval; the approved versions keep running (review them, then: station team sync --yes): %w", pending, station.ErrNotApproved))
+	}
+	return errors.Join(errs...)
+}
