@@ -17,12 +17,15 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/station-dev/station/internal/cli/audit"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/cli/demo"
 	"github.com/station-dev/station/internal/cli/hub"
+	"github.com/station-dev/station/internal/cli/llm"
 	"github.com/station-dev/station/internal/cli/module"
 	"github.com/station-dev/station/internal/cli/run"
 	"github.com/station-dev/station/internal/cli/team"
+	"github.com/station-dev/station/internal/cli/workflow"
 )
 
 // Exit codes, as cmdutil defines them: part of the CLI's contract with
@@ -124,7 +127,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), a.auditCmd(), demo.NewCmd(f, nil), a.serveCmd(), a.workflowCmd(), team.NewCmd(f), a.llmCmd()} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), demo.NewCmd(f, nil), a.serveCmd(), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}

@@ -15,6 +15,7 @@ import (
 	demodata "github.com/station-dev/station/internal/demo"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/workflow"
 )
 
 // DefaultDaemonAddr is where `station serve` listens unless told otherwise.
@@ -88,7 +89,7 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 		return fmt.Errorf("a daemon (pid %d) already serves %s; stop it first", pid, home)
 	}
 
-	wfs, err := a.workflowService(ctx, s)
+	wfs, err := workflow.NewService(ctx, s, a.IO.Getenv)
 	if err != nil {
 		return err
 	}
@@ -105,7 +106,7 @@ func (a *app) serve(ctx context.Context, addr string, demo bool) error {
 		}
 		fmt.Fprintln(a.IO.Out, "Ctrl-C stops it.")
 	}
-	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs, Background: background, Ready: ready})
+	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: versionString(), Workflows: wfs.Daemon(), Background: background, Ready: ready})
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/workflow"
 )
 
 // Exit codes. They are part of the CLI's contract with scripts.
@@ -98,6 +99,8 @@ func Hint(err error) string {
 		return "to replace it with the hub's version: station module install OWNER/SLUG@VERSION, which shows what changes and asks first"
 	case errors.Is(err, hubsync.ErrNoSigningKey):
 		return "make one: station hub key create; or name one: --key PATH"
+	case errors.Is(err, workflow.ErrNoRun):
+		return "station workflow runs lists the runs"
 	}
 	return ""
 }
