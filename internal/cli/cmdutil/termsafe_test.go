@@ -1,4 +1,4 @@
-package cmdutil
+package cmdutil_test
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/cli/clitest"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
@@ -18,20 +19,20 @@ import (
 )
 
 func TestTermTextAndTermBlock(t *testing.T) {
-	if got := TermText(hostile); rawControl(got) != "" || strings.Contains(got, "\n") {
-		t.Errorf("TermText(hostile) = %q", got)
+	if got := cmdutil.TermText(hostile); rawControl(got) != "" || strings.Contains(got, "\n") {
+		t.Errorf("cmdutil.TermText(hostile) = %q", got)
 	}
-	got := TermBlock("first "+hostile+"\nthird", "  ")
+	got := cmdutil.TermBlock("first "+hostile+"\nthird", "  ")
 	if rawControl(got) != "" || forged(got) || strings.Count(got, "\n") != 2 || !strings.Contains(got, "\n  third") {
-		t.Errorf("TermBlock keeps the newlines, indented, and nothing else: %q", got)
+		t.Errorf("cmdutil.TermBlock keeps the newlines, indented, and nothing else: %q", got)
 	}
-	long := TermBlock(strings.Repeat(strings.Repeat("x", 100)+"\n", 1000), "")
-	if len(long) > 2*MaxTermText+8 || !strings.HasSuffix(long, "...") {
-		t.Errorf("TermBlock of a long text: %d bytes, ends %q", len(long), long[len(long)-8:])
+	long := cmdutil.TermBlock(strings.Repeat(strings.Repeat("x", 100)+"\n", 1000), "")
+	if len(long) > 2*cmdutil.MaxTermText+8 || !strings.HasSuffix(long, "...") {
+		t.Errorf("cmdutil.TermBlock of a long text: %d bytes, ends %q", len(long), long[len(long)-8:])
 	}
 }
 
-// TestJSONTextKeepsTheValue: JSONText escapes exactly what TermText
+// TestJSONTextKeepsTheValue: cmdutil.JSONText escapes exactly what cmdutil.TermText
 // escapes, and the JSON still decodes to the same value — for every rune.
 func TestJSONTextKeepsTheValue(t *testing.T) {
 	for r := rune(0); r <= utf8.MaxRune; r++ {
@@ -40,13 +41,13 @@ func TestJSONTextKeepsTheValue(t *testing.T) {
 		}
 		s := string(r)
 		b, _ := json.Marshal(map[string]string{"k": "a" + s + "b"})
-		out := JSONText(b)
+		out := cmdutil.JSONText(b)
 		var back map[string]string
 		if err := json.Unmarshal(out, &back); err != nil || back["k"] != "a"+s+"b" {
-			t.Fatalf("%U: JSONText(%s) = %s, decodes to %q, %v", r, b, out, back["k"], err)
+			t.Fatalf("%U: cmdutil.JSONText(%s) = %s, decodes to %q, %v", r, b, out, back["k"], err)
 		}
-		if raw := bytes.Contains(out, []byte(s)); raw && TermText(s) != s && r >= 0x20 {
-			t.Fatalf("%U: TermText escapes it, JSONText leaves it raw: %s", r, out)
+		if raw := bytes.Contains(out, []byte(s)); raw && cmdutil.TermText(s) != s && r >= 0x20 {
+			t.Fatalf("%U: cmdutil.TermText escapes it, cmdutil.JSONText leaves it raw: %s", r, out)
 		}
 	}
 	// A module's output may hold what encoding/json never writes: a byte
@@ -56,15 +57,15 @@ func TestJSONTextKeepsTheValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := JSONText(b)
+	out := cmdutil.JSONText(b)
 	var back struct {
 		Output struct{ A string }
 	}
 	if err := json.Unmarshal(out, &back); err != nil || back.Output.A != "\ufffd\u009b\u202e" || rawControl(string(out)) != "" {
-		t.Errorf("JSONText(%q) = %q (%q, %v)", b, out, back.Output.A, err)
+		t.Errorf("cmdutil.JSONText(%q) = %q (%q, %v)", b, out, back.Output.A, err)
 	}
-	if plain := []byte(`{"a":"héllo ✓"}`); !bytes.Equal(JSONText(plain), plain) {
-		t.Errorf("JSONText changed JSON with nothing to escape: %s", JSONText(plain))
+	if plain := []byte(`{"a":"héllo ✓"}`); !bytes.Equal(cmdutil.JSONText(plain), plain) {
+		t.Errorf("cmdutil.JSONText changed JSON with nothing to escape: %s", cmdutil.JSONText(plain))
 	}
 }
 
@@ -78,39 +79,39 @@ func TestPrintersEscape(t *testing.T) {
 	perms := station.Permissions{Network: []string{h}, FilesystemWrites: []string{h}, FilesystemReads: []string{h}, Env: []string{h}, Subprocess: map[string][]string{"allow": {h}}}
 	plan := station.Plan{Manifest: man, Digest: "sha256:x", Permissions: perms, Replaces: &store.Module{ID: h, Version: h, Digest: h}, Children: h}
 	var buf bytes.Buffer
-	PrintPlan(&buf, plan)
-	checkPrinted(t, "PrintPlan", buf.String())
+	cmdutil.PrintPlan(&buf, plan)
+	checkPrinted(t, "cmdutil.PrintPlan", buf.String())
 
 	for _, approved := range []*station.Permissions{nil, &station.Permissions{}} {
 		buf.Reset()
-		PrintHubPlan(&buf, hubsync.Plan{Plan: plan, Hub: h, Team: h, Approved: approved, Escalations: []string{h}, KeyChange: true,
+		cmdutil.PrintHubPlan(&buf, hubsync.Plan{Plan: plan, Hub: h, Team: h, Approved: approved, Escalations: []string{h}, KeyChange: true,
 			Version: hub.Version{Module: h + "/" + h, Version: h, Yanked: true, YankReason: h, KeyID: h}})
-		checkPrinted(t, "PrintHubPlan", buf.String())
+		checkPrinted(t, "cmdutil.PrintHubPlan", buf.String())
 	}
 
 	doc, _ := json.Marshal(map[string]string{"k": h})
 	rawDoc := json.RawMessage("{\"k\":\"\u009b\u202e\xff\"}")
 	for _, compact := range []bool{false, true} {
 		buf.Reset()
-		PrintResult(&buf, append(append([]byte(nil), doc...), rawDoc...), compact) // not JSON: two documents
-		checkPrinted(t, "PrintResult of text", buf.String())
+		cmdutil.PrintResult(&buf, append(append([]byte(nil), doc...), rawDoc...), compact) // not JSON: two documents
+		checkPrinted(t, "cmdutil.PrintResult of text", buf.String())
 		buf.Reset()
-		PrintResult(&buf, []byte("{\"k\":\r\"\u009b\u202e\xff\",\"h\":"+string(doc)+"}"), compact)
+		cmdutil.PrintResult(&buf, []byte("{\"k\":\r\"\u009b\u202e\xff\",\"h\":"+string(doc)+"}"), compact)
 		if out := buf.String(); rawControl(out) != "" || !json.Valid([]byte(out)) {
-			t.Errorf("PrintResult(compact=%v) = %q: want JSON with nothing raw", compact, out)
+			t.Errorf("cmdutil.PrintResult(compact=%v) = %q: want JSON with nothing raw", compact, out)
 		}
 	}
 
 	buf.Reset()
-	if err := WriteJSON(&buf, map[string]any{"s": h, "raw": rawDoc, "list": []string{h}}); err != nil {
+	if err := cmdutil.WriteJSON(&buf, map[string]any{"s": h, "raw": rawDoc, "list": []string{h}}); err != nil {
 		t.Fatal(err)
 	}
 	if out := buf.String(); rawControl(out) != "" || !json.Valid([]byte(out)) {
-		t.Errorf("WriteJSON = %q", out)
+		t.Errorf("cmdutil.WriteJSON = %q", out)
 	}
 
 	buf.Reset()
-	log := slog.New(NewLineHandler(&buf, slog.LevelDebug))
+	log := slog.New(cmdutil.NewLineHandler(&buf, slog.LevelDebug))
 	log.Info(host.GuestLogMessage, "module", h, "command", h, "text", h)
 	log.With("module", h).Warn("hub relay: "+h, "err", h)
 	checkPrinted(t, "log lines", buf.String())
