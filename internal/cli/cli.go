@@ -24,6 +24,7 @@ import (
 	"github.com/station-dev/station/internal/cli/llm"
 	"github.com/station-dev/station/internal/cli/module"
 	"github.com/station-dev/station/internal/cli/run"
+	"github.com/station-dev/station/internal/cli/serve"
 	"github.com/station-dev/station/internal/cli/team"
 	"github.com/station-dev/station/internal/cli/workflow"
 )
@@ -127,7 +128,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), demo.NewCmd(f, nil), a.serveCmd(), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), demo.NewCmd(f, nil), serve.NewCmd(f, nil), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}

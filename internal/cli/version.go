@@ -36,9 +36,4 @@ func versionText() string {
 }
 
 // versionString is the station's module version, "(devel)" in a checkout.
-func versionString() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
-}
+func versionString() string { return cmdutil.Version() }
