@@ -78,6 +78,16 @@ func TestUsage(t *testing.T) {
 		{[]string{"module", "show", "station/missing"}, cli.ExitError, "not installed"},
 		{[]string{"version"}, 0, "guest ABI 1"},
 		{[]string{"module", "schema"}, 0, `"$schema"`},
+		{[]string{"--version"}, 0, "guest ABI 1"},
+		{[]string{"module"}, 0, "Available Commands"},
+		// A script must not think an unknown command worked.
+		{[]string{"module", "frobnicate"}, cli.ExitUsage, `unknown command "frobnicate" for "station module"`},
+		{[]string{"module", "instal", "x"}, cli.ExitUsage, `did you mean "install"?`},
+		{[]string{"frobnicate"}, cli.ExitUsage, `unknown command "frobnicate" for "station"`},
+		{[]string{"team", "stauts"}, cli.ExitUsage, `did you mean "status"?`},
+		// A usage error points to the subcommand's own help.
+		{[]string{"run", "only-one"}, cli.ExitUsage, "Run 'station run --help' for usage."},
+		{[]string{"module", "install", "a", "b"}, cli.ExitUsage, "Run 'station module install --help' for usage."},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {
@@ -86,6 +96,17 @@ func TestUsage(t *testing.T) {
 				t.Errorf("output does not contain %q:\n%s", c.want, got)
 			}
 		})
+	}
+	// Commands that never open a station home do not offer its flags.
+	for _, args := range [][]string{{"hub", "serve", "--help"}, {"hub", "user", "create", "--help"}, {"version", "--help"}} {
+		if r := station(t, home, "", args...).want(t, 0); strings.Contains(r.out, "--home") || strings.Contains(r.out, "--no-daemon") {
+			t.Errorf("%v lists the station's flags:\n%s", args, r.out)
+		}
+	}
+	for _, args := range [][]string{{"run", "--help"}, {"module", "list", "--help"}, {"workflow", "run", "--help"}} {
+		if r := station(t, home, "", args...).want(t, 0); !strings.Contains(r.out, "--home") || !strings.Contains(r.out, "--no-daemon") {
+			t.Errorf("%v does not list --home and --no-daemon:\n%s", args, r.out)
+		}
 	}
 }
 
@@ -108,7 +129,15 @@ func TestInputForms(t *testing.T) {
 			t.Errorf("%v: got %q, want %q", c.args, r.out, c.want)
 		}
 	}
-	r := station(t, home, "", "run", "station/hello", "greet").want(t, cli.ExitError)
+	r := station(t, home, "", "run", "station/hello", "greet", "--json", "--input", `{"name":"Ada"}`).want(t, 0)
+	var res struct {
+		Module, Command string
+		Result          struct{ Greeting string }
+	}
+	if err := json.Unmarshal([]byte(r.out), &res); err != nil || res.Module != "station/hello" || res.Command != "greet" || !strings.Contains(res.Result.Greeting, "Ada") {
+		t.Errorf("run --json: %s (%v)", r.out, err)
+	}
+	r = station(t, home, "", "run", "station/hello", "greet").want(t, cli.ExitError)
 	if !strings.Contains(r.err, "module station/hello: greet:") {
 		t.Errorf("command error does not name the module and command: %q", r.err)
 	}
