@@ -128,10 +128,10 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
 	root.Version = versionString()
 	root.SetVersionTemplate(versionText())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), demo.NewCmd(f, nil), serve.NewCmd(f, nil), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
+	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), serve.NewCmd(f, nil), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}
-	root.AddCommand(a.versionCmd(), hub.NewCmd(f))
+	root.AddCommand(a.versionCmd(), hub.NewCmd(f), demo.NewCmd(f, nil))
 	return cmdutil.Group(root)
 }

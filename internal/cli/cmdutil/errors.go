@@ -90,7 +90,7 @@ func Hint(err error) string {
 	}
 	switch {
 	case errors.Is(err, demo.ErrNoCheckout):
-		return "cd into a clone of the station repository and run it there: go run ./cmd/station demo (or serve --demo)"
+		return "cd into a clone of the station repository and run it there, e.g. go run ./cmd/station demo"
 	case errors.Is(err, demo.ErrNotDemoHome):
 		return "give the demo a directory of its own with --home, or leave --home out"
 	}

@@ -73,13 +73,15 @@ against.`,
   go run ./cmd/station demo --json | jq '.calls[] | {command, exit_code}'`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			opts.Home = f.Home
 			if runF != nil {
 				return runF(opts)
 			}
 			return Run(cmd.Context(), opts)
 		},
 	}
+	// Not the station commands' --home: the demo never uses $STATION_HOME,
+	// and it has no daemon to skip (cmdutil.StationFlags is not applied).
+	c.Flags().StringVar(&opts.Home, "home", "", "set the demo up in this directory and leave it there (default: a throwaway directory; never $STATION_HOME)")
 	c.Flags().BoolVar(&opts.Keep, "keep", false, "keep the throwaway station home instead of deleting it")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c

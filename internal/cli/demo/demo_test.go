@@ -34,12 +34,12 @@ func TestFlags(t *testing.T) {
 		{args: []string{"--home", "/tmp/d", "--keep"}, want: Options{Home: "/tmp/d", Keep: true}},
 		{args: []string{"now"}, code: cmdutil.ExitUsage},
 		{args: []string{"--frob"}, code: cmdutil.ExitUsage},
+		// It has no daemon to skip.
+		{args: []string{"--no-daemon"}, code: cmdutil.ExitUsage},
 	} {
 		f := clitest.Factory()
 		var got *Options
-		c := NewCmd(f, func(o *Options) error { got = o; return nil })
-		cmdutil.StationFlags(c, f)
-		err := clitest.Parse(c, tc.args...)
+		err := clitest.Parse(NewCmd(f, func(o *Options) error { got = o; return nil }), tc.args...)
 		if code := cmdutil.ExitCode(err); code != tc.code {
 			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
 			continue
