@@ -185,7 +185,7 @@ func TestModuleUpgrade(t *testing.T) {
 	// A new publisher key (the old one lost, or stolen and replaced):
 	// asks, even with nothing else new.
 	other := filepath.Join(t.TempDir(), "other.pem")
-	tr.add(station(t, home, "", "hub", "key", "create", "--file", other)).want(t, 0)
+	tr.add(station(t, home, "", "hub", "key", "create", "--key", other)).want(t, 0)
 	publish("1.3.0", []string{"--key", other}, "api.stripe.com")
 	r = tr.add(station(t, home, "", "module", "upgrade")).want(t, cli.ExitDeclined)
 	if !strings.Contains(r.err, "IS SIGNED BY KEY") || !strings.Contains(r.err, "not the key pinned for dave") {
