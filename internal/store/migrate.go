@@ -36,7 +36,7 @@ import (
 //     key also takes the public key, so a key that shares another's id can
 //     be pinned. See hub.go.
 //   - 8: modules.source (the directory a module was installed from, for
-//     `module show`); '' for a module installed before. See modules.go.
+//     `module show`), empty for a module installed before. See modules.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
