@@ -57,7 +57,19 @@ func TestRun(t *testing.T) {
 	home := t.TempDir()
 	rec := &recorder{}
 	// The station's own compilation cache, on disk in home, so that the
-	// second setup below and the station binary find the modules compiled.
+	// second setup below and the station binary find the modules compiled;
+	// its directory is the one the other packages' tests share across test
+	// processes, so that the examples are compiled once, not per run.
+	if err := os.MkdirAll(filepath.Join(home, "cache"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	shared := filepath.Join(os.TempDir(), "station-test-wazero-cache")
+	if err := os.MkdirAll(shared, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(shared, filepath.Join(home, "cache", "wazero")); err != nil {
+		t.Fatal(err)
+	}
 	res, err := Run(context.Background(), Options{Home: home, Progress: rec, Build: prebuilt(t)})
 	if err != nil {
 		t.Fatal(err)
