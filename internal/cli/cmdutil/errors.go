@@ -93,8 +93,6 @@ func Hint(err error) string {
 		return "cd into a clone of the station repository and run it there, e.g. go run ./cmd/station demo"
 	case errors.Is(err, demo.ErrNotDemoHome):
 		return "give the demo a directory of its own with --home, or leave --home out"
-	}
-	switch {
 	case errors.Is(err, hubsync.ErrNotFromHub):
 		return "to replace it with the hub's version: station module install OWNER/SLUG@VERSION, which shows what changes and asks first"
 	case errors.Is(err, hubsync.ErrNoSigningKey):

@@ -8,6 +8,7 @@ import (
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/units"
 )
 
 const (
@@ -33,7 +34,7 @@ func PrintPlan(w io.Writer, p station.Plan) {
 	if p.Replaces != nil {
 		fmt.Fprintf(w, "  replaces  %s (%s)\n", TermText(p.Replaces.Version), TermText(p.Replaces.Digest))
 	}
-	fmt.Fprintf(w, "  digest    %s (%s)\n", p.Digest, HumanBytes(int64(p.Size)))
+	fmt.Fprintf(w, "  digest    %s (%s)\n", p.Digest, units.Bytes(int64(p.Size)))
 	names := make([]string, len(m.Commands))
 	for i, c := range m.Commands {
 		names[i] = TermText(c.Name)

@@ -10,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/units"
 	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
 )
@@ -64,7 +65,7 @@ type BuildResult struct {
 
 // Text implements cmdutil.Texter.
 func (r BuildResult) Text(w io.Writer) error {
-	_, err := fmt.Fprintf(w, "built %s (%s) in %s\n", cmdutil.TermText(r.Wasm), cmdutil.HumanBytes(r.Size), r.Took)
+	_, err := fmt.Fprintf(w, "built %s (%s) in %s\n", cmdutil.TermText(r.Wasm), units.Bytes(r.Size), r.Took)
 	return err
 }
 

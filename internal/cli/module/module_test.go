@@ -171,7 +171,7 @@ func TestBuild(t *testing.T) {
 		if built != [2]string{dir, wasm} {
 			t.Errorf("built %v", built)
 		}
-		if out := tm.out.String(); !strings.HasPrefix(out, "built "+wasm+" (3.0 KiB) in ") || !strings.HasSuffix(out, "ms\n") {
+		if out := tm.out.String(); !strings.HasPrefix(out, "built "+wasm+" (3 KiB) in ") || !strings.HasSuffix(out, "ms\n") {
 			t.Errorf("printed %q", out)
 		}
 		switch progress := tm.err.String(); {
@@ -574,7 +574,7 @@ func TestRemove(t *testing.T) {
 		t.Errorf("declined: %v, removed %v", err, removed)
 	}
 	for _, want := range []string{"station/hello 1.0.0, installed from directory /src/hello", "goes:  its wasm and manifest, the permissions you approved",
-		"stays: its audit log and the files it wrote (12 files and directories, 3.0 MiB)", "Remove station/hello? [y/N]"} {
+		"stays: its audit log and the files it wrote (12 files and directories, 3 MiB)", "Remove station/hello? [y/N]"} {
 		if !strings.Contains(tm.err.String(), want) {
 			t.Errorf("the prompt does not contain %q:\n%s", want, tm.err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/units"
 )
 
 // RemoveOptions are what `station module remove` was asked to do.
@@ -85,7 +86,7 @@ func (r RemoveResult) kept() string {
 	if r.KeptFileEntries == 0 && r.KeptFileBytes == 0 {
 		return "its audit log and any files it wrote"
 	}
-	return fmt.Sprintf("its audit log and the files it wrote (%d files and directories, %s)", r.KeptFileEntries, cmdutil.HumanBytes(r.KeptFileBytes))
+	return fmt.Sprintf("its audit log and the files it wrote (%d files and directories, %s)", r.KeptFileEntries, units.Bytes(r.KeptFileBytes))
 }
 
 func removeRun(ctx context.Context, opts *RemoveOptions) error {

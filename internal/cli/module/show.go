@@ -13,6 +13,7 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/units"
 )
 
 // ShowOptions are what `station module show` was asked to do.
@@ -121,14 +122,14 @@ func printLimits(w io.Writer, l station.Limits) {
 	if l.FreshInstance {
 		instance = "a fresh instance per call"
 	}
-	fmt.Fprintf(w, "  memory %s, timeout %s, %d calls at once, %s\n", cmdutil.HumanSize(int64(l.MemoryBytes)), l.Timeout, l.Concurrency, instance)
+	fmt.Fprintf(w, "  memory %s, timeout %s, %d calls at once, %s\n", units.Bytes(int64(l.MemoryBytes)), l.Timeout, l.Concurrency, instance)
 	fmt.Fprintf(w, "  input %s, output %s, host-call request %s, HTTP response %s\n",
-		cmdutil.HumanSize(int64(l.MaxInputBytes)), cmdutil.HumanSize(int64(l.MaxOutputBytes)), cmdutil.HumanSize(int64(l.MaxRequestBytes)), cmdutil.HumanSize(l.MaxResponseBytes))
+		units.Bytes(int64(l.MaxInputBytes)), units.Bytes(int64(l.MaxOutputBytes)), units.Bytes(int64(l.MaxRequestBytes)), units.Bytes(l.MaxResponseBytes))
 	if f := l.Files; f != nil {
 		fmt.Fprintf(w, "  files: quota %s (%s used), %d files and directories (%d used), %d open at once (%d per instance)\n",
-			cmdutil.HumanSize(f.QuotaBytes), cmdutil.HumanSize(f.UsedBytes), f.Entries, f.UsedEntries, f.OpenFiles, f.OpenFilesPerInstance)
+			units.Bytes(f.QuotaBytes), units.Bytes(f.UsedBytes), f.Entries, f.UsedEntries, f.OpenFiles, f.OpenFilesPerInstance)
 	}
 	if l.ProgramOutputBytes > 0 {
-		fmt.Fprintf(w, "  programs: %s of stdout and of stderr each\n", cmdutil.HumanSize(l.ProgramOutputBytes))
+		fmt.Fprintf(w, "  programs: %s of stdout and of stderr each\n", units.Bytes(l.ProgramOutputBytes))
 	}
 }

@@ -70,9 +70,10 @@ when it holds a change that asks for more than was approved (station team
 status shows it, station team sync approves it), and when it stops following.
 
 --demo serves a demo station instead, in ~/.station-demo (or --home; never
-your own STATION_HOME): it builds the example modules from this repository, starts
-stand-ins for api.stripe.com and the LLM provider on 127.0.0.1, installs the
-examples and an example workflow, and prints commands to try.
+your own STATION_HOME): it builds the example modules from this repository,
+starts stand-ins for api.stripe.com and the LLM provider on 127.0.0.1,
+installs the examples, and prints commands to try (among them the example
+workflow in examples/workflows, run from the checkout).
 
 Stop it with Ctrl-C; calls in flight finish first (up to 30s).`,
 		Example: `  station serve
