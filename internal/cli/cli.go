@@ -26,6 +26,7 @@ import (
 	"github.com/station-dev/station/internal/cli/run"
 	"github.com/station-dev/station/internal/cli/serve"
 	"github.com/station-dev/station/internal/cli/team"
+	"github.com/station-dev/station/internal/cli/version"
 	"github.com/station-dev/station/internal/cli/workflow"
 )
 
@@ -42,9 +43,6 @@ const (
 
 // IO is the environment a command runs in.
 type IO = cmdutil.IOStreams
-
-// app is the Factory the commands not yet in their own package hang off.
-type app struct{ *cmdutil.Factory }
 
 // Main runs the station CLI and returns its exit code.
 func Main(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -107,7 +105,6 @@ func report(w io.Writer, cmd *cobra.Command, err error) int {
 
 // NewCmdRoot returns the station command with every subcommand.
 func NewCmdRoot(f *cmdutil.Factory) *cobra.Command {
-	a := &app{f}
 	root := &cobra.Command{
 		Use:   "station",
 		Short: "Run third-party modules, each confined to what its manifest declares",
@@ -124,14 +121,15 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.PersistentFlags().BoolVarP(&a.Verbose, "verbose", "v", false, "log what the station does (module gates, guest log lines) to stderr")
+	root.PersistentFlags().BoolVarP(&f.Verbose, "verbose", "v", false, "log what the station does (module gates, guest log lines) to stderr")
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error { return cmdutil.UsageError{Err: err} })
-	root.Version = versionString()
-	root.SetVersionTemplate(versionText())
+	v := version.Current()
+	root.Version = v.Version
+	root.SetVersionTemplate(v.String())
 	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), serve.NewCmd(f, nil), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}
-	root.AddCommand(a.versionCmd(), hub.NewCmd(f), demo.NewCmd(f, nil))
+	root.AddCommand(version.NewCmdVersion(f, nil), hub.NewCmd(f), demo.NewCmd(f, nil))
 	return cmdutil.Group(root)
 }

@@ -79,6 +79,7 @@ func TestUsage(t *testing.T) {
 		{[]string{"version"}, 0, "guest ABI 1"},
 		{[]string{"module", "schema"}, 0, `"$schema"`},
 		{[]string{"--version"}, 0, "guest ABI 1"},
+		{[]string{"version", "--json"}, 0, `"guest_abi": 1`},
 		{[]string{"module"}, 0, "Available Commands"},
 		// A script must not think an unknown command worked.
 		{[]string{"module", "frobnicate"}, cli.ExitUsage, `unknown command "frobnicate" for "station module"`},
