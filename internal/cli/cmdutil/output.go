@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -44,12 +45,7 @@ func WriteJSON(w io.Writer, v any) error {
 			return err
 		}
 	}
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	_, err = w.Write(append(JSONText(b), '\n'))
-	return err
+	return writeJSON(w, v, "  ")
 }
 
 // WriteJSONLine prints v as JSON on one line, through JSONText, with the
@@ -61,11 +57,22 @@ func WriteJSONLine(w io.Writer, v any) error {
 			return err
 		}
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	return writeJSON(w, v, "")
+}
+
+// writeJSON encodes v (indented by indent, or on one line) without
+// encoding/json's HTML escapes: a module's "a -> b" stays "a -> b", not
+// "a -\u003e b", because the value is printed, not put in a web page.
+// JSONText then escapes what a terminal would act on.
+func writeJSON(w io.Writer, v any, indent string) error {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", indent)
+	if err := enc.Encode(v); err != nil {
 		return err
 	}
-	_, err = w.Write(append(JSONText(b), '\n'))
+	_, err := w.Write(JSONText(buf.Bytes())) // Encode ends it with a newline
 	return err
 }
 

@@ -28,10 +28,10 @@ func TestCheckJSONNames(t *testing.T) {
 	type good struct {
 		embedded
 		Name    string            `json:"name"`
-		When    time.Time         `json:"when"`     // a Marshaler: not walked
-		Raw     json.RawMessage   `json:"raw"`      // data
-		Labels  map[string]string `json:"labels"`   // map keys are data
-		Skipped string            `json:"-"`        // not encoded
+		When    time.Time         `json:"when"`   // a Marshaler: not walked
+		Raw     json.RawMessage   `json:"raw"`    // data
+		Labels  map[string]string `json:"labels"` // map keys are data
+		Skipped string            `json:"-"`      // not encoded
 		private string            // not encoded
 		List    []struct {
 			V2Thing int `json:"v2_thing,omitempty"`
@@ -137,5 +137,30 @@ func TestProgressSilentWithoutATerminal(t *testing.T) {
 	out := errb.String()
 	if !strings.Contains(out, "building \\x1b[2Jx") || !strings.HasSuffix(out, "\r\x1b[K") {
 		t.Errorf("terminal: printed %q (want the escaped label, and the line cleared at the end)", out)
+	}
+}
+
+// TestWriteJSONPrintsTextAsItIs: --json output is not for a web page, so
+// "<", ">" and "&" (in a module's description, in its output) are printed
+// as they are, not as \u003c, \u003e and \u0026 — in a value the command
+// built and in a document a module returned alike.
+func TestWriteJSONPrintsTextAsItIs(t *testing.T) {
+	v := map[string]any{"description": `{"name": "Ada"} -> <greeting> & more`, "result": json.RawMessage(`{"html":"<b>&</b>"}`)}
+	for name, write := range map[string]func(io.Writer, any) error{"WriteJSON": WriteJSON, "WriteJSONLine": WriteJSONLine} {
+		var buf bytes.Buffer
+		if err := write(&buf, v); err != nil {
+			t.Fatal(err)
+		}
+		out := buf.String()
+		if strings.Contains(out, `\u00`) || !strings.Contains(out, `-> <greeting> & more`) || !strings.Contains(out, `"<b>&</b>"`) || !strings.HasSuffix(out, "}\n") {
+			t.Errorf("%s = %q", name, out)
+		}
+		var back map[string]any
+		if err := json.Unmarshal(buf.Bytes(), &back); err != nil || back["description"] != v["description"] {
+			t.Errorf("%s: decodes to %v, %v", name, back, err)
+		}
+		if lines := strings.Count(out, "\n"); (name == "WriteJSONLine") != (lines == 1) {
+			t.Errorf("%s wrote %d lines: %q", name, lines, out)
+		}
 	}
 }
