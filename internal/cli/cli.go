@@ -84,9 +84,6 @@ func Run(ctx context.Context, args []string, streams IO) int {
 // the command's help) and returns its exit code.
 func report(w io.Writer, cmd *cobra.Command, err error) int {
 	code := cmdutil.ExitCode(err)
-	if err == cmdutil.ErrSilent {
-		return code
-	}
 	// An error may quote a hub, a module or a workflow file, and may join
 	// several (one per line).
 	fmt.Fprintln(w, "station: "+cmdutil.TermBlock(err.Error(), "  "))

@@ -20,6 +20,27 @@ func ExactArgs(n int, names ...string) cobra.PositionalArgs {
 	}
 }
 
+// MaxArgs allows at most n positional arguments, named in the usage error.
+func MaxArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) > n {
+			return Usagef("%s takes at most %d argument(s): %s (got %d: %q)", cmd.CommandPath(), n, names, len(args), strings.Join(args, " "))
+		}
+		return nil
+	}
+}
+
+// MinArgs requires at least n positional arguments, named in the usage
+// error.
+func MinArgs(n int, names string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if len(args) < n {
+			return Usagef("%s needs at least %d argument(s): %s (got %d)", cmd.CommandPath(), n, names, len(args))
+		}
+		return nil
+	}
+}
+
 // Group makes c a command group: run alone it prints its help; with an
 // argument that is none of its subcommands it is a usage error that says
 // which ones are close, so that `station module frobnicate` never exits 0.

@@ -23,9 +23,6 @@ const (
 	ExitDeclined  = 5 // the operator declined an approval
 )
 
-// ErrSilent marks an error already reported to the user.
-var ErrSilent = errors.New("reported")
-
 // ErrDeclined is the answer no to a confirmation.
 var ErrDeclined = fmt.Errorf("declined: %w", station.ErrNotApproved)
 

@@ -46,26 +46,23 @@ type IOStreams struct {
 	Cache wazero.CompilationCache
 }
 
-// Opener opens a station home; station.Open in production.
-type Opener func(ctx context.Context, home string, opts station.Options) (*station.Station, error)
-
 // Factory gives a command what it needs from its environment, opening
 // each thing when first asked and closing all of it when the command
-// returns (Close). The global flags (--home, --verbose, --no-daemon) are
-// bound to its fields.
+// returns (Close). The station's flags (--verbose, and where a command uses
+// a station home --home and --no-daemon: StationFlags) are bound to its
+// fields.
 type Factory struct {
 	IO       IOStreams
 	Home     string // --home
 	Verbose  bool   // --verbose
 	NoDaemon bool   // --no-daemon
-	Opener   Opener
 
 	mu       sync.Mutex
 	stations []*station.Station
 	closers  []io.Closer
 }
 
-// New returns a Factory for streams that opens stations with station.Open.
+// New returns a Factory for streams.
 func New(streams IOStreams) *Factory {
 	if streams.Getenv == nil {
 		streams.Getenv = func(string) string { return "" }
@@ -73,7 +70,7 @@ func New(streams IOStreams) *Factory {
 	if streams.In == nil {
 		streams.In = strings.NewReader("")
 	}
-	return &Factory{IO: streams, Opener: station.Open}
+	return &Factory{IO: streams}
 }
 
 // Close closes every station the command opened (flushing its audit log)
@@ -93,8 +90,8 @@ func (f *Factory) Close(ctx context.Context) error {
 	return err
 }
 
-// OnClose registers c to be closed when the command returns.
-func (f *Factory) OnClose(c io.Closer) {
+// onClose registers c to be closed when the command returns.
+func (f *Factory) onClose(c io.Closer) {
 	f.mu.Lock()
 	f.closers = append(f.closers, c)
 	f.mu.Unlock()
@@ -118,12 +115,7 @@ func (f *Factory) Open(ctx context.Context) (*station.Station, error) {
 	if err != nil {
 		return nil, err
 	}
-	return f.OpenHome(ctx, home, f.Logger(home))
-}
-
-// OpenHome opens the station in home with log.
-func (f *Factory) OpenHome(ctx context.Context, home string, log *slog.Logger) (*station.Station, error) {
-	s, err := f.Opener(ctx, home, station.Options{Logger: log, Getenv: f.IO.Getenv, Cache: f.IO.Cache})
+	s, err := station.Open(ctx, home, station.Options{Logger: f.Logger(home), Getenv: f.IO.Getenv, Cache: f.IO.Cache})
 	if err != nil {
 		return nil, err
 	}
@@ -169,7 +161,7 @@ func (f *Factory) fileHandler(home string) slog.Handler {
 	if lf == nil {
 		return nil
 	}
-	f.OnClose(lf)
+	f.onClose(lf)
 	return slog.NewTextHandler(lf, &slog.HandlerOptions{Level: slog.LevelInfo})
 }
 
@@ -193,7 +185,7 @@ func (f *Factory) Daemon(ctx context.Context) *daemon.Client {
 		}
 		return nil
 	}
-	f.OnClose(c)
+	f.onClose(c)
 	return c
 }
 
@@ -227,28 +219,19 @@ func (f *Factory) Confirm(question string) bool {
 	return ans == "y" || ans == "yes"
 }
 
-// ConfirmOrUsage is the approval of a destructive or permission-granting
-// step: yes approves, a terminal asks, and otherwise the command fails with
-// a usage error that says to rerun with --yes.
-func (f *Factory) ConfirmOrUsage(yes bool, question, what string) error {
-	if yes {
-		return nil
+// Ask decides a confirmation: with --yes (yes) it is given without asking;
+// on a terminal it is the operator's answer to question (confirm, which
+// may print what the question is about first); without a terminal it is
+// the usage error refusal, which says to rerun with --yes (exit 2): a
+// script states that it means it.
+func Ask(yes, terminal bool, confirm func(question string) bool, question, refusal string) (bool, error) {
+	switch {
+	case yes:
+		return true, nil
+	case !terminal:
+		return false, UsageError{errors.New(refusal)}
 	}
-	if !f.IO.IsTerminal {
-		return Usagef("%s needs confirmation: rerun with --yes", what)
-	}
-	if !f.Confirm(question) {
-		return ErrDeclined
-	}
-	return nil
-}
-
-// Adopt closes s with the command's other stations when the command
-// returns: for a station a command opened itself (the demo's).
-func (f *Factory) Adopt(s *station.Station) {
-	f.mu.Lock()
-	f.stations = append(f.stations, s)
-	f.mu.Unlock()
+	return confirm(question), nil
 }
 
 // A Caller runs module commands: the daemon when one serves this home, or

@@ -58,11 +58,6 @@ func ReadInput(stdin io.Reader, spec string) ([]byte, error) {
 	return in, nil
 }
 
-func IsDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
-}
-
 // ModuleDocument is a JSON document a module returned, put into a
 // command's --json output as it is: valid JSON goes in as a value, anything
 // else as a string (the station checks results are JSON, so that is a

@@ -24,7 +24,7 @@ type lineHandler struct {
 
 // NewLineHandler returns a handler that writes records at level and above
 // to w as lines a person reads.
-func NewLineHandler(w io.Writer, level slog.Level) *lineHandler {
+func NewLineHandler(w io.Writer, level slog.Level) slog.Handler {
 	return &lineHandler{mu: &sync.Mutex{}, w: w, level: level}
 }
 

@@ -164,3 +164,28 @@ func TestWriteJSONPrintsTextAsItIs(t *testing.T) {
 		}
 	}
 }
+
+// TestAsk: --yes approves without asking, a terminal asks, and without one
+// the refusal is a usage error (exit 2) and nothing is asked.
+func TestAsk(t *testing.T) {
+	for _, tc := range []struct {
+		yes, terminal, answer bool
+		want, asked           bool
+		code                  int
+	}{
+		{yes: true, want: true},
+		{yes: true, terminal: true, want: true},
+		{terminal: true, answer: true, want: true, asked: true},
+		{terminal: true, asked: true},
+		{code: ExitUsage},
+	} {
+		asked := ""
+		ok, err := Ask(tc.yes, tc.terminal, func(q string) bool { asked = q; return tc.answer }, "Remove x?", "remove x needs confirmation: rerun with --yes")
+		if ok != tc.want || (asked != "") != tc.asked || (tc.asked && asked != "Remove x?") || ExitCode(err) != tc.code {
+			t.Errorf("%+v: ok %v, asked %q, err %v", tc, ok, asked, err)
+		}
+		if tc.code == ExitUsage && err.Error() != "remove x needs confirmation: rerun with --yes" {
+			t.Errorf("refusal = %q", err)
+		}
+	}
+}

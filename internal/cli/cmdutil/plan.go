@@ -5,7 +5,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/units"
@@ -67,16 +66,11 @@ func (f *Factory) HubApprover(yes bool, mode ApprovalMode, verb string) hubsync.
 	return func(p hubsync.Plan) (bool, error) {
 		PrintHubPlan(f.IO.Err, p)
 		ref := TermText(p.Version.Module + "@" + p.Version.Version)
-		if yes {
-			return true, nil
-		}
-		if !f.IO.IsTerminal {
-			if mode == AskOrUsage {
-				return false, UsageError{fmt.Errorf("%s %s needs approval: review the permissions above and rerun with --yes", verb, ref)}
-			}
+		if !yes && !f.IO.IsTerminal && mode == AskOrDecline {
 			return false, fmt.Errorf("%s %s: it %s; review it and rerun with --yes (the installed version keeps running): %w", verb, ref, strings.Join(TermList(p.Differences()), "; "), station.ErrNotApproved)
 		}
-		return f.Confirm(fmt.Sprintf("%s %s?", capitalize(verb), ref)), nil
+		return Ask(yes, f.IO.IsTerminal, f.Confirm, fmt.Sprintf("%s %s?", capitalize(verb), ref),
+			fmt.Sprintf("%s %s needs approval: review the permissions above and rerun with --yes", verb, ref))
 	}
 }
 
@@ -117,14 +111,4 @@ func PrintHubPlan(w io.Writer, p hubsync.Plan) {
 			fmt.Fprintf(w, "    + %s\n", d)
 		}
 	}
-}
-
-// RefMaybe reports whether arg should be installed from the hub: it is not
-// an existing directory and reads as owner/slug[@version].
-func RefMaybe(arg string, isDir func(string) bool) bool {
-	if isDir(arg) {
-		return false
-	}
-	_, _, err := hubclient.ParseRef(arg)
-	return err == nil
 }

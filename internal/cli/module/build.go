@@ -84,5 +84,5 @@ func buildRun(ctx context.Context, opts *BuildOptions) error {
 	if err != nil {
 		return fmt.Errorf("build %s: %w", man.ID, err)
 	}
-	return cmdutil.Print(opts.IO.Out, opts.JSON, BuildResult{ID: man.ID, Version: man.Version, Wasm: out, Size: cmdutil.FileSize(out), Took: took, Seconds: took.Seconds()})
+	return cmdutil.Print(opts.IO.Out, opts.JSON, BuildResult{ID: man.ID, Version: man.Version, Wasm: out, Size: fileSize(out), Took: took, Seconds: took.Seconds()})
 }

@@ -62,7 +62,7 @@ func NewCmdInstall(f *cmdutil.Factory, runF func(*InstallOptions) error) *cobra.
 			}
 			return s, nil
 		},
-		HubApprover: f.HubApprover, Confirm: f.Confirm, Reload: f.ReloadInDaemon, StartProgress: f.StartProgress, IsDir: cmdutil.IsDir,
+		HubApprover: f.HubApprover, Confirm: f.Confirm, Reload: f.ReloadInDaemon, StartProgress: f.StartProgress, IsDir: isDir,
 	}
 	c := &cobra.Command{
 		Use:   "install DIR | OWNER/SLUG[@VERSION]",
@@ -143,7 +143,7 @@ func (r InstallResult) Text(w io.Writer) error {
 }
 
 func installRun(ctx context.Context, opts *InstallOptions) error {
-	if cmdutil.RefMaybe(opts.Arg, opts.IsDir) {
+	if refMaybe(opts.Arg, opts.IsDir) {
 		if opts.Yes && !strings.Contains(opts.Arg, "@") {
 			// A mistyped or missing directory (examples/hello run from the
 			// wrong folder) must not become an approved install of
@@ -161,17 +161,12 @@ func installRun(ctx context.Context, opts *InstallOptions) error {
 	plan, err := s.Install(ctx, opts.Arg, func(p station.Plan) (bool, error) {
 		w.pause()
 		cmdutil.PrintPlan(opts.IO.Err, p)
-		ok := opts.Yes
-		if !ok {
-			if !opts.IO.IsTerminal {
-				return false, cmdutil.Usagef("install %s needs approval: review the permissions above and rerun with --yes", cmdutil.TermText(p.Manifest.ID))
-			}
-			ok = opts.Confirm("Install?")
-		}
+		ok, err := cmdutil.Ask(opts.Yes, opts.IO.IsTerminal, opts.Confirm, "Install?",
+			"install "+cmdutil.TermText(p.Manifest.ID)+" needs approval: review the permissions above and rerun with --yes")
 		if ok {
 			w.begin("installing %s@%s", p.Manifest.ID, p.Manifest.Version)
 		}
-		return ok, nil
+		return ok, err
 	})
 	took := w.done()
 	if err != nil {

@@ -77,7 +77,7 @@ func (r ListResult) Text(w io.Writer) error {
 		if netw == "" {
 			netw = "(none)"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cmdutil.TermText(m.ID), cmdutil.TermText(m.Version), cmdutil.TermText(cmdutil.ShortDigest(m.Digest)), cmdutil.TermText(netw))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", cmdutil.TermText(m.ID), cmdutil.TermText(m.Version), cmdutil.TermText(shortDigest(m.Digest)), cmdutil.TermText(netw))
 	}
 	return tw.Flush()
 }

@@ -98,17 +98,18 @@ func removeRun(ctx context.Context, opts *RemoveOptions) error {
 		return fmt.Errorf("remove %s: %w", opts.ID, err)
 	}
 	r := RemoveResult{ID: in.Module.ID, Version: in.Module.Version, Source: newSource(in.Origin), KeptFileBytes: in.Usage.Bytes, KeptFileEntries: in.Usage.Entries}
-	if !opts.Yes {
-		if !opts.IO.IsTerminal {
-			return cmdutil.Usagef("remove %s needs confirmation: rerun with --yes", cmdutil.TermText(opts.ID))
-		}
+	ok, err := cmdutil.Ask(opts.Yes, opts.IO.IsTerminal, func(question string) bool {
 		w := opts.IO.Err
 		fmt.Fprintf(w, "%s %s, installed from %s\n", cmdutil.TermText(r.ID), cmdutil.TermText(r.Version), r.Source)
 		fmt.Fprintln(w, "  goes:  its wasm and manifest, the permissions you approved, where it came from")
 		fmt.Fprintf(w, "  stays: %s (they count against its quota if you install it again)\n", r.kept())
-		if !opts.Confirm(fmt.Sprintf("Remove %s?", cmdutil.TermText(r.ID))) {
-			return cmdutil.ErrDeclined
-		}
+		return opts.Confirm(question)
+	}, fmt.Sprintf("Remove %s?", cmdutil.TermText(r.ID)), "remove "+cmdutil.TermText(opts.ID)+" needs confirmation: rerun with --yes")
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return cmdutil.ErrDeclined
 	}
 	if err := opts.Remove(ctx, opts.ID); err != nil {
 		return err

@@ -44,7 +44,7 @@ description, a page at a time (--limit, --offset).`,
 		Example: `  station module search invoice
   station module search --owner dave
   station module search --json invoice`,
-		Args: maxArgs(1, "QUERY"),
+		Args: cmdutil.MaxArgs(1, "QUERY"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Query = args[0]

@@ -2,11 +2,11 @@ package module
 
 import (
 	"fmt"
+	"os"
 	"time"
 
-	"github.com/spf13/cobra"
-
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
 )
@@ -110,12 +110,36 @@ func (w *work) done() time.Duration {
 	return cmdutil.Round(w.took)
 }
 
-// maxArgs allows at most n positional arguments, named in the usage error.
-func maxArgs(n int, name string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return cmdutil.Usagef("%s takes at most %d argument(s): %s (got %d)", cmd.CommandPath(), n, name, len(args))
-		}
-		return nil
+// refMaybe reports whether arg should be installed from the hub: it is not
+// an existing directory and reads as owner/slug[@version].
+func refMaybe(arg string, isDir func(string) bool) bool {
+	if isDir(arg) {
+		return false
 	}
+	_, _, err := hubclient.ParseRef(arg)
+	return err == nil
+}
+
+// isDir reports whether p is a directory.
+func isDir(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.IsDir()
+}
+
+// fileSize is the size of the file at path, or 0 when it cannot be read.
+func fileSize(path string) int64 {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// shortDigest is a digest cut to its algorithm and first twelve hex
+// digits, for tables.
+func shortDigest(d string) string {
+	if len(d) > 19 {
+		return d[:19]
+	}
+	return d
 }

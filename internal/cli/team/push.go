@@ -48,12 +48,7 @@ otherwise waits for approval here (station team status shows it).
 With --json: {"team", "revision", "modules", "workflows", "applied_here"},
 applied_here as one team of 'station team sync --json'.`,
 		Example: "  station team push acme dave/stripe-invoicing\n  station team push acme --workflow month-end.yaml",
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) < 1 {
-				return cmdutil.Usagef("%s needs the TEAM argument", cmd.CommandPath())
-			}
-			return nil
-		},
+		Args:    cmdutil.MinArgs(1, "TEAM [ID...]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Team, opts.IDs = args[0], args[1:]
 			if runF != nil {

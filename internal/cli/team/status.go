@@ -45,7 +45,7 @@ With --json: [{"name", "hub_url", "role", "revision", "synced_at",
 "revision", "from_version", "escalations", "recorded_at"}]}]; revision is -1
 before the first sync.`,
 		Example: "  station team status\n  station team status acme --json",
-		Args:    maxArgs(1, "TEAM"),
+		Args:    cmdutil.MaxArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Team = args[0]

@@ -48,7 +48,7 @@ With --json: {"teams": [{"team", "revision", "installed", "unchanged",
 "pending", "failed", "workflows", "workflow_dir"}]}; the exit code still says
 whether everything was applied.`,
 		Example: "  station team sync\n  station team sync acme --yes",
-		Args:    maxArgs(1, "TEAM"),
+		Args:    cmdutil.MaxArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) == 1 {
 				opts.Team = args[0]

@@ -81,16 +81,6 @@ func approver(f *cmdutil.Factory) func(yes bool) hubsync.Approver {
 	}
 }
 
-// maxArgs allows at most n positional arguments, named in the usage error.
-func maxArgs(n int, names string) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if len(args) > n {
-			return cmdutil.Usagef("%s takes at most %d argument(s): %s (got %q)", cmd.CommandPath(), n, names, strings.Join(args, " "))
-		}
-		return nil
-	}
-}
-
 // lockedNames lists a lockfile's modules as the hub answered them.
 func lockedNames(l hub.Lockfile) []string {
 	names := make([]string, len(l.Modules))

@@ -85,7 +85,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"invite", "revoke", "acme", "3f9c2a7d41e0b865", "--all"}, "--all needs exactly the TEAM argument"},
 		{[]string{"invite", "revoke"}, "TEAM"},
 		{[]string{"invites"}, "TEAM"},
-		{[]string{"push"}, "needs the TEAM argument"},
+		{[]string{"push"}, "needs at least 1 argument(s): TEAM [ID...] (got 0)"},
 		{[]string{"sync", "a", "b"}, "at most 1 argument(s): TEAM"},
 		{[]string{"status", "a", "b"}, "at most 1 argument(s): TEAM"},
 		{[]string{"join"}, "CODE"},
