@@ -123,10 +123,10 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	v := version.Current()
 	root.Version = v.Version
 	root.SetVersionTemplate(v.String())
-	for _, c := range []*cobra.Command{run.NewCmd(f, nil), module.NewCmd(f), audit.NewCmd(f, nil), serve.NewCmd(f, nil), workflow.NewCmd(f), team.NewCmd(f), llm.NewCmd(f)} {
+	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), module.NewCmdModule(f), audit.NewCmdAudit(f, nil), serve.NewCmdServe(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), llm.NewCmdLLM(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}
-	root.AddCommand(version.NewCmdVersion(f, nil), hub.NewCmd(f), demo.NewCmd(f, nil))
+	root.AddCommand(version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil))
 	return cmdutil.Group(root)
 }

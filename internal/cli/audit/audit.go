@@ -23,8 +23,8 @@ type Log interface {
 	Audit(ctx context.Context, f store.AuditFilter) ([]store.AuditRecord, error)
 }
 
-// Options are what `station audit` was asked to do.
-type Options struct {
+// AuditOptions are what `station audit` was asked to do.
+type AuditOptions struct {
 	IO     *cmdutil.IOStreams
 	Log    func(context.Context) (Log, error)
 	Filter store.AuditFilter
@@ -35,10 +35,10 @@ type Options struct {
 	Now func() time.Time
 }
 
-// NewCmd returns `station audit`. runF, when set, is called with the parsed
+// NewCmdAudit returns `station audit`. runF, when set, is called with the parsed
 // options instead of running the command.
-func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: &f.IO, Log: auditLog(f)}
+func NewCmdAudit(f *cmdutil.Factory, runF func(*AuditOptions) error) *cobra.Command {
+	opts := &AuditOptions{IO: &f.IO, Log: auditLog(f)}
 	c := &cobra.Command{
 		Use:   "audit",
 		Short: "List sandbox decisions (allowed and denied)",
@@ -65,7 +65,7 @@ with snake_case keys.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return Run(cmd.Context(), opts)
+			return auditRun(cmd.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Filter.Module, "module", "", "only decisions of this module")
@@ -90,8 +90,8 @@ func auditLog(f *cmdutil.Factory) func(context.Context) (Log, error) {
 	}
 }
 
-// Run reads the records and prints them.
-func Run(ctx context.Context, opts *Options) error {
+// auditRun reads the records and prints them.
+func auditRun(ctx context.Context, opts *AuditOptions) error {
 	filter := opts.Filter
 	if opts.Since > 0 {
 		now := time.Now

@@ -20,19 +20,19 @@ import (
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want Options
+		want AuditOptions
 		code int
 	}{
-		{args: nil, want: Options{Filter: store.AuditFilter{Limit: 1000}}},
+		{args: nil, want: AuditOptions{Filter: store.AuditFilter{Limit: 1000}}},
 		{args: []string{"--module", "a/b", "--denied", "--limit", "5", "--since", "1h", "--json"},
-			want: Options{Filter: store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 5}, Since: time.Hour, JSON: true}},
+			want: AuditOptions{Filter: store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 5}, Since: time.Hour, JSON: true}},
 		{args: []string{"--limit", "0"}, code: cmdutil.ExitUsage},
 		{args: []string{"--since", "-1h"}, code: cmdutil.ExitUsage},
 		{args: []string{"--since", "soon"}, code: cmdutil.ExitUsage},
 		{args: []string{"x"}, code: cmdutil.ExitUsage},
 	} {
-		var got *Options
-		err := clitest.Parse(NewCmd(clitest.Factory(), func(o *Options) error { got = o; return nil }), tc.args...)
+		var got *AuditOptions
+		err := clitest.Parse(NewCmdAudit(clitest.Factory(), func(o *AuditOptions) error { got = o; return nil }), tc.args...)
 		if code := cmdutil.ExitCode(err); code != tc.code {
 			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
 			continue
@@ -58,12 +58,12 @@ func (f *fakeLog) Audit(_ context.Context, filter store.AuditFilter) ([]store.Au
 	return f.recs, f.err
 }
 
-func run(t *testing.T, log *fakeLog, opts Options) (string, string, error) {
+func run(t *testing.T, log *fakeLog, opts AuditOptions) (string, string, error) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	opts.IO = &cmdutil.IOStreams{Out: &out, Err: &errb}
 	opts.Log = func(context.Context) (Log, error) { return log, nil }
-	err := Run(context.Background(), &opts)
+	err := auditRun(context.Background(), &opts)
 	return out.String(), errb.String(), err
 }
 
@@ -78,7 +78,7 @@ func TestShowsFolded(t *testing.T) {
 			Reason: "audit rate limit: 700 more denied network decisions from 2026-11-29T12:00:00Z to 2026-11-29T12:00:01Z were counted, not recorded one by one"}},
 		{ID: 3, Decision: sandbox.Decision{Time: at.Add(2 * time.Second), Module: "station/hello", Command: "greet", Capability: sandbox.Host, Target: "log", Allowed: true}},
 	}}
-	out, _, err := run(t, log, Options{})
+	out, _, err := run(t, log, AuditOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,7 @@ func TestShowsFolded(t *testing.T) {
 			t.Errorf("audit table does not match %s:\n%s", re, out)
 		}
 	}
-	out, _, err = run(t, log, Options{JSON: true})
+	out, _, err = run(t, log, AuditOptions{JSON: true})
 	var recs []map[string]any
 	if err != nil || json.Unmarshal([]byte(out), &recs) != nil {
 		t.Fatalf("--json: %v\n%s", err, out)
@@ -100,18 +100,18 @@ func TestShowsFolded(t *testing.T) {
 func TestFilterAndNothing(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	log := &fakeLog{}
-	out, errOut, err := run(t, log, Options{Filter: store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 7}, Since: time.Hour, Now: func() time.Time { return now }})
+	out, errOut, err := run(t, log, AuditOptions{Filter: store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 7}, Since: time.Hour, Now: func() time.Time { return now }})
 	if err != nil || out != "" || !strings.Contains(errOut, "no sandbox decisions recorded") {
 		t.Errorf("no records: %v %q %q", err, out, errOut)
 	}
 	if want := (store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 7, Since: now.Add(-time.Hour)}); log.filter != want {
 		t.Errorf("filter %+v, want %+v", log.filter, want)
 	}
-	if out, _, err := run(t, log, Options{JSON: true}); err != nil || strings.TrimSpace(out) != "[]" {
+	if out, _, err := run(t, log, AuditOptions{JSON: true}); err != nil || strings.TrimSpace(out) != "[]" {
 		t.Errorf("no records --json: %v %q", err, out)
 	}
 	want := errors.New("boom")
-	if _, _, err := run(t, &fakeLog{err: want}, Options{}); err != want {
+	if _, _, err := run(t, &fakeLog{err: want}, AuditOptions{}); err != want {
 		t.Errorf("error %v", err)
 	}
 }
@@ -120,7 +120,7 @@ func TestFilterAndNothing(t *testing.T) {
 // escaped.
 func TestHostileRecords(t *testing.T) {
 	h := clitest.Hostile
-	out, _, err := run(t, &fakeLog{recs: []store.AuditRecord{{Decision: sandbox.Decision{Module: h, Command: h, Capability: sandbox.Capability(h), Target: h, Reason: h}}}}, Options{})
+	out, _, err := run(t, &fakeLog{recs: []store.AuditRecord{{Decision: sandbox.Decision{Module: h, Command: h, Capability: sandbox.Capability(h), Target: h, Reason: h}}}}, AuditOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,9 +6,9 @@
 // way to the terminal; approval prompts and progress lines.
 //
 // A command lives in its own file under internal/cli/<noun>: an options
-// struct, a NewCmd constructor that takes a run hook (so a test checks flag
-// parsing without running anything), and a run function that calls one
-// service method and prints what it returns.
+// struct (XxxOptions), a NewCmdXxx constructor that takes a run hook (so a
+// test checks flag parsing without running anything), and a run function
+// (xxxRun) that calls one service method and prints what it returns.
 package cmdutil
 
 import (

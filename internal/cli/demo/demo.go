@@ -23,8 +23,8 @@ import (
 	"github.com/station-dev/station/internal/store"
 )
 
-// Options are what `station demo` was asked to do.
-type Options struct {
+// DemoOptions are what `station demo` was asked to do.
+type DemoOptions struct {
 	IO   *cmdutil.IOStreams
 	Home string // --home: the demo's station home; "" is a new temporary directory
 	Keep bool   // --keep: keep a temporary home
@@ -37,10 +37,10 @@ type Options struct {
 	Logger func(home string) *slog.Logger
 }
 
-// NewCmd returns `station demo`. runF, when set, is called with the parsed
+// NewCmdDemo returns `station demo`. runF, when set, is called with the parsed
 // options instead of running the demo.
-func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: &f.IO, Run: demo.Run, StartProgress: f.StartProgress, Logger: f.Logger}
+func NewCmdDemo(f *cmdutil.Factory, runF func(*DemoOptions) error) *cobra.Command {
+	opts := &DemoOptions{IO: &f.IO, Run: demo.Run, StartProgress: f.StartProgress, Logger: f.Logger}
 	c := &cobra.Command{
 		Use:   "demo",
 		Short: "Build the example modules, install them in a throwaway station and run them",
@@ -76,7 +76,7 @@ against.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return Run(cmd.Context(), opts)
+			return demoRun(cmd.Context(), opts)
 		},
 	}
 	// Not the station commands' --home: the demo never uses $STATION_HOME,
@@ -87,10 +87,10 @@ against.`,
 	return c
 }
 
-// Run sets the demo up, runs its calls and prints what happened: the steps
+// demoRun sets the demo up, runs its calls and prints what happened: the steps
 // as they go (on stdout, unless --json), then the calls, the audit log and
 // a summary, or with --json all of it as one object.
-func Run(ctx context.Context, opts *Options) error {
+func demoRun(ctx context.Context, opts *DemoOptions) error {
 	home, throwaway := opts.Home, opts.Home == ""
 	if throwaway {
 		var err error
@@ -125,8 +125,8 @@ func Run(ctx context.Context, opts *Options) error {
 	return cmdutil.Print(opts.IO.Out, opts.JSON, r)
 }
 
-// Result is what `station demo` prints.
-type Result struct {
+// DemoResult is what `station demo` prints.
+type DemoResult struct {
 	Home  string `json:"home"`
 	Kept  bool   `json:"kept"`
 	Steps []Step `json:"steps"`
@@ -161,8 +161,8 @@ type Call struct {
 	Error    string `json:"error,omitempty"`
 }
 
-func newResult(res *demo.Result, kept bool) *Result {
-	r := &Result{Home: res.Home, Kept: kept, Audit: res.Audit, APIRequests: res.APIRequests, DurationMS: res.Took.Milliseconds(),
+func newResult(res *demo.Result, kept bool) *DemoResult {
+	r := &DemoResult{Home: res.Home, Kept: kept, Audit: res.Audit, APIRequests: res.APIRequests, DurationMS: res.Took.Milliseconds(),
 		Steps: []Step{}, Calls: []Call{}}
 	if r.Audit == nil {
 		r.Audit = []store.AuditRecord{}
@@ -187,7 +187,7 @@ func newResult(res *demo.Result, kept bool) *Result {
 }
 
 // Text prints the calls, the audit log and a summary.
-func (r *Result) Text(w io.Writer) error {
+func (r *DemoResult) Text(w io.Writer) error {
 	for _, c := range r.Calls {
 		fmt.Fprintf(w, "\n==> station run %s %s --input '%s'\n", cmdutil.TermText(c.Module), cmdutil.TermText(c.Command), oneLine(c.Input))
 		switch {

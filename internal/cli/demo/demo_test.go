@@ -25,21 +25,21 @@ import (
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want Options
+		want DemoOptions
 		code int
 	}{
-		{args: nil, want: Options{}},
-		{args: []string{"--keep"}, want: Options{Keep: true}},
-		{args: []string{"--json"}, want: Options{JSON: true}},
-		{args: []string{"--home", "/tmp/d", "--keep"}, want: Options{Home: "/tmp/d", Keep: true}},
+		{args: nil, want: DemoOptions{}},
+		{args: []string{"--keep"}, want: DemoOptions{Keep: true}},
+		{args: []string{"--json"}, want: DemoOptions{JSON: true}},
+		{args: []string{"--home", "/tmp/d", "--keep"}, want: DemoOptions{Home: "/tmp/d", Keep: true}},
 		{args: []string{"now"}, code: cmdutil.ExitUsage},
 		{args: []string{"--frob"}, code: cmdutil.ExitUsage},
 		// It has no daemon to skip.
 		{args: []string{"--no-daemon"}, code: cmdutil.ExitUsage},
 	} {
 		f := clitest.Factory()
-		var got *Options
-		err := clitest.Parse(NewCmd(f, func(o *Options) error { got = o; return nil }), tc.args...)
+		var got *DemoOptions
+		err := clitest.Parse(NewCmdDemo(f, func(o *DemoOptions) error { got = o; return nil }), tc.args...)
 		if code := cmdutil.ExitCode(err); code != tc.code {
 			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
 			continue
@@ -111,7 +111,7 @@ func (f *fakeTour) run(_ context.Context, opts demo.Options) (*demo.Result, erro
 
 type streams struct{ out, err bytes.Buffer }
 
-func runDemo(t *testing.T, tour *fakeTour, opts Options, terminal bool) (*streams, error) {
+func runDemo(t *testing.T, tour *fakeTour, opts DemoOptions, terminal bool) (*streams, error) {
 	t.Helper()
 	s := &streams{}
 	f := cmdutil.New(cmdutil.IOStreams{Out: &s.out, Err: &s.err, ErrIsTerminal: terminal})
@@ -119,14 +119,14 @@ func runDemo(t *testing.T, tour *fakeTour, opts Options, terminal bool) (*stream
 	opts.Run = tour.run
 	opts.StartProgress = f.StartProgress
 	opts.Logger = f.FileLogger
-	err := Run(context.Background(), &opts)
+	err := demoRun(context.Background(), &opts)
 	f.Close(context.Background())
 	return s, err
 }
 
 func TestRunText(t *testing.T) {
 	tour := &fakeTour{}
-	s, err := runDemo(t, tour, Options{}, false)
+	s, err := runDemo(t, tour, DemoOptions{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestRunText(t *testing.T) {
 
 func TestRunKeepsHome(t *testing.T) {
 	tour := &fakeTour{}
-	s, err := runDemo(t, tour, Options{Keep: true}, false)
+	s, err := runDemo(t, tour, DemoOptions{Keep: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestRunKeepsHome(t *testing.T) {
 	// --home is used as it is and left in place.
 	home := t.TempDir()
 	tour = &fakeTour{}
-	s, err = runDemo(t, tour, Options{Home: home}, false)
+	s, err = runDemo(t, tour, DemoOptions{Home: home}, false)
 	if err != nil || tour.opts.Home != home {
 		t.Fatalf("--home: ran in %q (%v)", tour.opts.Home, err)
 	}
@@ -193,7 +193,7 @@ func TestRunKeepsHome(t *testing.T) {
 }
 
 func TestRunProgressOnTerminal(t *testing.T) {
-	s, err := runDemo(t, &fakeTour{}, Options{}, true)
+	s, err := runDemo(t, &fakeTour{}, DemoOptions{}, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -210,7 +210,7 @@ func TestRunProgressOnTerminal(t *testing.T) {
 }
 
 func TestRunJSON(t *testing.T) {
-	s, err := runDemo(t, &fakeTour{}, Options{JSON: true}, false)
+	s, err := runDemo(t, &fakeTour{}, DemoOptions{JSON: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -263,24 +263,24 @@ func TestRunJSON(t *testing.T) {
 func TestRunErrors(t *testing.T) {
 	// Setup failed: the error, and no summary.
 	boom := errors.New("demo: build station/hello: compiler says no")
-	s, err := runDemo(t, &fakeTour{noRes: true, err: boom}, Options{}, false)
+	s, err := runDemo(t, &fakeTour{noRes: true, err: boom}, DemoOptions{}, false)
 	if !errors.Is(err, boom) || strings.Contains(s.out.String(), "demo finished") {
 		t.Errorf("error %v, output:\n%s", err, s.out.String())
 	}
 
 	// The tour failed after some calls: what ran is printed, then the error.
-	s, err = runDemo(t, &fakeTour{err: boom}, Options{}, false)
+	s, err = runDemo(t, &fakeTour{err: boom}, DemoOptions{}, false)
 	if !errors.Is(err, boom) || !strings.Contains(s.out.String(), "==> station run station/hello greet") {
 		t.Errorf("error %v, output:\n%s", err, s.out.String())
 	}
 	// With --json, nothing a script would take for a result.
-	s, err = runDemo(t, &fakeTour{err: boom}, Options{JSON: true}, false)
+	s, err = runDemo(t, &fakeTour{err: boom}, DemoOptions{JSON: true}, false)
 	if !errors.Is(err, boom) || s.out.Len() != 0 {
 		t.Errorf("--json: error %v, output:\n%s", err, s.out.String())
 	}
 
 	// A call that failed when it should have succeeded ends the text there.
-	r := &Result{Calls: []Call{{Module: "station/hello", Command: "greet", Input: []byte(`{}`), Error: "module crashed", ExitCode: cmdutil.ExitCrash}}}
+	r := &DemoResult{Calls: []Call{{Module: "station/hello", Command: "greet", Input: []byte(`{}`), Error: "module crashed", ExitCode: cmdutil.ExitCrash}}}
 	var b bytes.Buffer
 	r.Text(&b)
 	if !strings.Contains(b.String(), "failed (station run exits with code 4): module crashed") || strings.Contains(b.String(), "demo finished") {
@@ -292,13 +292,13 @@ func TestRunErrors(t *testing.T) {
 // audit log supply reaches the terminal escaped, in the step lines and in
 // the summary, and stays exact JSON with --json.
 func TestHostileText(t *testing.T) {
-	s, err := runDemo(t, &fakeTour{hostile: true}, Options{}, false)
+	s, err := runDemo(t, &fakeTour{hostile: true}, DemoOptions{}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clitest.CheckPrinted(t, "station demo", s.out.String())
 
-	s, err = runDemo(t, &fakeTour{hostile: true}, Options{JSON: true}, false)
+	s, err = runDemo(t, &fakeTour{hostile: true}, DemoOptions{JSON: true}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,10 +16,10 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 )
 
-// NewCmd returns `station hub` with its subcommands. The commands that
+// NewCmdHub returns `station hub` with its subcommands. The commands that
 // read or write a station home (login, logout, whoami, key) take --home
 // and --no-daemon; those that run a hub or edit its accounts do not.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+func NewCmdHub(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "hub",
 		Short: "Log in to a hub, manage publisher keys, or run a hub (marketplace and Teams relay)",

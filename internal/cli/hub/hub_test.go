@@ -34,7 +34,7 @@ func find(t *testing.T, c *cobra.Command, path ...string) *cobra.Command {
 // key commands read or write the station home and take --home and
 // --no-daemon; serve and user work on a hub's data and list neither.
 func TestStationFlagsOnlyWhereAStationIsUsed(t *testing.T) {
-	c := NewCmd(clitest.Factory())
+	c := NewCmdHub(clitest.Factory())
 	for _, path := range [][]string{{"login"}, {"logout"}, {"whoami"}, {"key", "create"}, {"key", "list"}} {
 		sub := find(t, c, path...)
 		for _, name := range []string{"home", "no-daemon"} {
@@ -124,7 +124,7 @@ func TestFlags(t *testing.T) {
 		t.Errorf("serve options %+v", serve)
 	}
 	code(t, clitest.Parse(NewCmdServe(f, func(*ServeOptions) error { return nil }), "--max-wasm", "lots"), cmdutil.ExitUsage)
-	code(t, clitest.Parse(NewCmd(f), "frobnicate"), cmdutil.ExitUsage)
+	code(t, clitest.Parse(NewCmdHub(f), "frobnicate"), cmdutil.ExitUsage)
 }
 
 // fake is a Service with canned answers.
@@ -372,7 +372,7 @@ func TestPrintersEscape(t *testing.T) {
 	now := time.Now()
 	k := hubapi.Key{ID: h, Account: h, PublicKey: h, CreatedAt: now, RevokedAt: &now}
 	check("whoami", IdentityResult{Hub: h, Account: h})
-	check("login", loggedIn{Hub: h, Account: h})
+	check("login", LoginResult{Hub: h, Account: h})
 	check("key create", KeyCreateResult{Key: k, File: h, Replaced: h, Backup: h})
 	check("key list", KeyListResult{Account: h, Keys: []hubapi.Key{k, {ID: h}}, File: h, LocalID: h})
 	check("key list, not registered", KeyListResult{Account: h, Keys: []hubapi.Key{k}, File: h, LocalID: "other"})

@@ -78,14 +78,14 @@ func loginRun(ctx context.Context, opts *LoginOptions) error {
 	if err != nil {
 		return err
 	}
-	return cmdutil.Print(opts.IO.Out, opts.JSON, loggedIn(id))
+	return cmdutil.Print(opts.IO.Out, opts.JSON, LoginResult(id))
 }
 
-// loggedIn is the result of a login.
-type loggedIn hubsync.Identity
+// LoginResult is the hub and account a login saved.
+type LoginResult hubsync.Identity
 
 // Text implements cmdutil.Texter. The account name came from the hub.
-func (r loggedIn) Text(w io.Writer) error {
+func (r LoginResult) Text(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "logged in to %s as %s\n", cmdutil.TermText(r.Hub), cmdutil.TermText(r.Account))
 	return err
 }

@@ -8,8 +8,8 @@ import (
 	"github.com/station-dev/station/internal/cli/cmdutil"
 )
 
-// NewCmd returns `station llm` with its subcommands.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmdLLM returns `station llm` with its subcommands.
+func NewCmdLLM(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "llm",
 		Short: "The station's own LLM: what modules and workflows spent",

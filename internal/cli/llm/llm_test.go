@@ -40,7 +40,7 @@ func TestFlags(t *testing.T) {
 			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
 		}
 	}
-	if err := clitest.Parse(NewCmd(clitest.Factory()), "usag"); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), `did you mean "usage"?`) {
+	if err := clitest.Parse(NewCmdLLM(clitest.Factory()), "usag"); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), `did you mean "usage"?`) {
 		t.Errorf("llm usag: %v", err)
 	}
 }

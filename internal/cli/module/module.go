@@ -14,8 +14,8 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 )
 
-// NewCmd returns `station module` with its subcommands.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmdModule returns `station module` with its subcommands.
+func NewCmdModule(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "module",
 		Short: "Build, install, inspect and remove modules",

@@ -136,7 +136,7 @@ func TestFlags(t *testing.T) {
 		check("upgrade", c, err, got)
 	}
 	// An unknown subcommand is a usage error that says what is close.
-	err := clitest.Parse(NewCmd(f), "instal", "x")
+	err := clitest.Parse(NewCmdModule(f), "instal", "x")
 	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), `did you mean "install"?`) {
 		t.Errorf("module instal: %v", err)
 	}

@@ -9,8 +9,8 @@ import (
 	"github.com/station-dev/station/internal/cli/cmdutil"
 )
 
-// Options are what `station run` was asked to do.
-type Options struct {
+// RunOptions are what `station run` was asked to do.
+type RunOptions struct {
 	IO      *cmdutil.IOStreams
 	Caller  func(context.Context) (cmdutil.Caller, error)
 	Module  string
@@ -20,10 +20,10 @@ type Options struct {
 	JSON    bool   // --json: the result in an envelope, for scripts
 }
 
-// NewCmd returns `station run`. runF, when set, is called with the parsed
+// NewCmdRun returns `station run`. runF, when set, is called with the parsed
 // options instead of running the command (tests check flag parsing with it).
-func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: &f.IO, Caller: f.Caller}
+func NewCmdRun(f *cmdutil.Factory, runF func(*RunOptions) error) *cobra.Command {
+	opts := &RunOptions{IO: &f.IO, Caller: f.Caller}
 	c := &cobra.Command{
 		Use:   "run ID COMMAND",
 		Short: "Run a module command and print its JSON result",
@@ -50,7 +50,7 @@ timed out.`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return Run(cmd.Context(), opts)
+			return runRun(cmd.Context(), opts)
 		},
 	}
 	c.Flags().StringVarP(&opts.Input, "input", "i", "", "JSON input: inline JSON, @FILE, or - for standard input (default {})")
@@ -59,15 +59,15 @@ timed out.`,
 	return c
 }
 
-// Result is what --json prints.
-type Result struct {
+// RunResult is what --json prints.
+type RunResult struct {
 	Module  string                 `json:"module"`
 	Command string                 `json:"command"`
 	Result  cmdutil.ModuleDocument `json:"result"`
 }
 
-// Run calls the command and prints its result.
-func Run(ctx context.Context, opts *Options) error {
+// runRun calls the command and prints its result.
+func runRun(ctx context.Context, opts *RunOptions) error {
 	in, err := cmdutil.ReadInput(opts.IO.In, opts.Input)
 	if err != nil {
 		return err
@@ -81,7 +81,7 @@ func Run(ctx context.Context, opts *Options) error {
 		return err
 	}
 	if opts.JSON {
-		return cmdutil.WriteJSON(opts.IO.Out, Result{Module: opts.Module, Command: opts.Command, Result: cmdutil.ModuleDocument(out)})
+		return cmdutil.WriteJSON(opts.IO.Out, RunResult{Module: opts.Module, Command: opts.Command, Result: cmdutil.ModuleDocument(out)})
 	}
 	cmdutil.PrintResult(opts.IO.Out, out, opts.Compact)
 	return nil

@@ -16,17 +16,17 @@ import (
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want Options
+		want RunOptions
 		code int
 	}{
-		{args: []string{"a/b", "greet"}, want: Options{Module: "a/b", Command: "greet"}},
-		{args: []string{"a/b", "greet", "-i", `{"x":1}`, "--compact"}, want: Options{Module: "a/b", Command: "greet", Input: `{"x":1}`, Compact: true}},
-		{args: []string{"a/b", "greet", "--json"}, want: Options{Module: "a/b", Command: "greet", JSON: true}},
+		{args: []string{"a/b", "greet"}, want: RunOptions{Module: "a/b", Command: "greet"}},
+		{args: []string{"a/b", "greet", "-i", `{"x":1}`, "--compact"}, want: RunOptions{Module: "a/b", Command: "greet", Input: `{"x":1}`, Compact: true}},
+		{args: []string{"a/b", "greet", "--json"}, want: RunOptions{Module: "a/b", Command: "greet", JSON: true}},
 		{args: []string{"a/b"}, code: cmdutil.ExitUsage},
 		{args: []string{"a/b", "greet", "--frob"}, code: cmdutil.ExitUsage},
 	} {
-		var got *Options
-		err := clitest.Parse(NewCmd(clitest.Factory(), func(o *Options) error { got = o; return nil }), tc.args...)
+		var got *RunOptions
+		err := clitest.Parse(NewCmdRun(clitest.Factory(), func(o *RunOptions) error { got = o; return nil }), tc.args...)
 		if code := cmdutil.ExitCode(err); code != tc.code {
 			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
 			continue
@@ -53,18 +53,18 @@ func (f *fakeCaller) Run(_ context.Context, module, command string, input []byte
 	return f.out, f.err
 }
 
-func run(t *testing.T, stdin string, c *fakeCaller, opts Options) (string, error) {
+func run(t *testing.T, stdin string, c *fakeCaller, opts RunOptions) (string, error) {
 	t.Helper()
 	var out bytes.Buffer
 	opts.IO = &cmdutil.IOStreams{In: strings.NewReader(stdin), Out: &out, Err: &bytes.Buffer{}}
 	opts.Caller = func(context.Context) (cmdutil.Caller, error) { return c, nil }
-	err := Run(context.Background(), &opts)
+	err := runRun(context.Background(), &opts)
 	return out.String(), err
 }
 
 func TestRun(t *testing.T) {
 	c := &fakeCaller{out: []byte(`{"greeting":"Hello, Ada"}`)}
-	out, err := run(t, `{"name":"Ada"}`, c, Options{Module: "a/b", Command: "greet", Input: "-"})
+	out, err := run(t, `{"name":"Ada"}`, c, RunOptions{Module: "a/b", Command: "greet", Input: "-"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func TestRun(t *testing.T) {
 		t.Errorf("printed %q", out)
 	}
 
-	out, err = run(t, "", c, Options{Module: "a/b", Command: "greet", JSON: true})
+	out, err = run(t, "", c, RunOptions{Module: "a/b", Command: "greet", JSON: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,13 +92,13 @@ func TestRun(t *testing.T) {
 
 	// Not JSON: a usage error before the module is called.
 	c = &fakeCaller{}
-	if _, err := run(t, "", c, Options{Module: "a/b", Command: "greet", Input: "{nope"}); cmdutil.ExitCode(err) != cmdutil.ExitUsage || c.module != "" {
+	if _, err := run(t, "", c, RunOptions{Module: "a/b", Command: "greet", Input: "{nope"}); cmdutil.ExitCode(err) != cmdutil.ExitUsage || c.module != "" {
 		t.Errorf("bad input: %v (called %q)", err, c.module)
 	}
 
 	// The module's error is the command's.
 	want := errors.New("boom")
-	if _, err := run(t, "", &fakeCaller{err: want}, Options{Module: "a/b", Command: "greet"}); !errors.Is(err, want) {
+	if _, err := run(t, "", &fakeCaller{err: want}, RunOptions{Module: "a/b", Command: "greet"}); !errors.Is(err, want) {
 		t.Errorf("error %v, want %v", err, want)
 	}
 }

@@ -30,9 +30,9 @@ const DefaultAddr = "127.0.0.1:7420"
 // stops.
 const Grace = 30 * time.Second
 
-// Options are what `station serve` was asked to do, and what it serves
+// ServeOptions are what `station serve` was asked to do, and what it serves
 // with.
-type Options struct {
+type ServeOptions struct {
 	IO   *cmdutil.IOStreams
 	Addr string // --addr
 	Demo bool   // --demo
@@ -46,10 +46,10 @@ type Options struct {
 	Relay func(*station.Station, hubsync.FollowOptions) func(context.Context)
 }
 
-// NewCmd returns `station serve`. runF, when set, is called with the parsed
+// NewCmdServe returns `station serve`. runF, when set, is called with the parsed
 // options instead of running the command.
-func NewCmd(f *cmdutil.Factory, runF func(*Options) error) *cobra.Command {
-	opts := &Options{IO: &f.IO, Open: f.Open, Logger: f.Logger,
+func NewCmdServe(f *cmdutil.Factory, runF func(*ServeOptions) error) *cobra.Command {
+	opts := &ServeOptions{IO: &f.IO, Open: f.Open, Logger: f.Logger,
 		StartDemo: func(ctx context.Context) (*demo.Demo, error) { return democmd.StartServe(ctx, f) }}
 	c := &cobra.Command{
 		Use:   "serve",
@@ -84,7 +84,7 @@ Stop it with Ctrl-C; calls in flight finish first (up to 30s).`,
 			if runF != nil {
 				return runF(opts)
 			}
-			return Run(cmd.Context(), opts)
+			return serveRun(cmd.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Addr, "addr", DefaultAddr, "loopback address to listen on (port 0 picks a free one)")
@@ -92,8 +92,8 @@ Stop it with Ctrl-C; calls in flight finish first (up to 30s).`,
 	return c
 }
 
-// Run serves the station until ctx ends.
-func Run(ctx context.Context, opts *Options) error {
+// serveRun serves the station until ctx ends.
+func serveRun(ctx context.Context, opts *ServeOptions) error {
 	ln, err := daemon.Listen(opts.Addr)
 	if err != nil {
 		return err

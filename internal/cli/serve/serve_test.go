@@ -20,16 +20,16 @@ import (
 func TestFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args []string
-		want Options
+		want ServeOptions
 		code int
 	}{
-		{args: nil, want: Options{Addr: DefaultAddr}},
-		{args: []string{"--addr", "127.0.0.1:0", "--demo"}, want: Options{Addr: "127.0.0.1:0", Demo: true}},
+		{args: nil, want: ServeOptions{Addr: DefaultAddr}},
+		{args: []string{"--addr", "127.0.0.1:0", "--demo"}, want: ServeOptions{Addr: "127.0.0.1:0", Demo: true}},
 		{args: []string{"now"}, code: cmdutil.ExitUsage},
 		{args: []string{"--port", "1"}, code: cmdutil.ExitUsage},
 	} {
-		var got *Options
-		err := clitest.Parse(NewCmd(clitest.Factory(), func(o *Options) error { got = o; return nil }), tc.args...)
+		var got *ServeOptions
+		err := clitest.Parse(NewCmdServe(clitest.Factory(), func(o *ServeOptions) error { got = o; return nil }), tc.args...)
 		if code := cmdutil.ExitCode(err); code != tc.code {
 			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
 			continue
@@ -60,8 +60,8 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 		{Kind: hubsync.RelayStopped, Hub: "https://hub.example", Reason: "the hub login changed"},
 	}
 	opened := make(chan *station.Station, 2)
-	opts := func() *Options {
-		return &Options{IO: &cmdutil.IOStreams{Out: &out, Err: &out, Getenv: func(string) string { return "" }}, Addr: "127.0.0.1:0",
+	opts := func() *ServeOptions {
+		return &ServeOptions{IO: &cmdutil.IOStreams{Out: &out, Err: &out, Getenv: func(string) string { return "" }}, Addr: "127.0.0.1:0",
 			Open: func(ctx context.Context) (*station.Station, error) {
 				s, err := station.Open(ctx, home, station.Options{})
 				if err == nil {
@@ -80,7 +80,7 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 			}}
 	}
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, opts()) }()
+	go func() { done <- serveRun(ctx, opts()) }()
 	if !fixture.Poll(20*time.Second, func() bool { return strings.Contains(out.String(), "the hub login changed") }) {
 		t.Fatalf("the daemon did not start and report the relay:\n%s", out.String())
 	}
@@ -96,7 +96,7 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 		}
 	}
 
-	err := Run(ctx, opts())
+	err := serveRun(ctx, opts())
 	if err == nil || !strings.Contains(err.Error(), "already serves "+home) {
 		t.Errorf("a second daemon: %v", err)
 	}
@@ -104,7 +104,7 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("serve: %v", err)
 	}
-	// Run leaves the stations it opened to its caller (the Factory).
+	// serveRun leaves the stations it opened to its caller (the Factory).
 	(<-opened).Close(context.Background())
 	(<-opened).Close(context.Background())
 	if !strings.Contains(out.String(), "station daemon stopped after ") {

@@ -17,8 +17,8 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 )
 
-// NewCmd returns `station team` with its subcommands.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmdTeam returns `station team` with its subcommands.
+func NewCmdTeam(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "team",
 		Short: "Share a pinned set of modules and workflows with a team through the hub",

@@ -91,7 +91,7 @@ func TestFlags(t *testing.T) {
 		{[]string{"join"}, "CODE"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	} {
-		c := NewCmd(clitest.Factory())
+		c := NewCmdTeam(clitest.Factory())
 		err := clitest.Parse(c, tc.args...)
 		if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("team %q: %v, want a usage error with %q", tc.args, err, tc.want)

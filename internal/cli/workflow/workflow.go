@@ -19,8 +19,8 @@ import (
 	"github.com/station-dev/station/internal/workflow"
 )
 
-// NewCmd returns `station workflow` with its subcommands.
-func NewCmd(f *cmdutil.Factory) *cobra.Command {
+// NewCmdWorkflow returns `station workflow` with its subcommands.
+func NewCmdWorkflow(f *cmdutil.Factory) *cobra.Command {
 	c := &cobra.Command{
 		Use:   "workflow",
 		Short: "Check, run, resume and inspect workflows",

@@ -99,7 +99,7 @@ func TestFlags(t *testing.T) {
 		t.Errorf("show abc: %v", err)
 	}
 	// The group refuses what is none of its commands.
-	err = clitest.Parse(NewCmd(clitest.Factory()), "chek")
+	err = clitest.Parse(NewCmdWorkflow(clitest.Factory()), "chek")
 	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), `did you mean "check"?`) {
 		t.Errorf("workflow chek: %v", err)
 	}
