@@ -123,10 +123,14 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	v := version.Current()
 	root.Version = v.Version
 	root.SetVersionTemplate(v.String())
-	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), module.NewCmdModule(f), audit.NewCmdAudit(f, nil), serve.NewCmdServe(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), llm.NewCmdLLM(f)} {
+	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), audit.NewCmdAudit(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), llm.NewCmdLLM(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}
-	root.AddCommand(version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil))
+	sv := serve.NewCmdServe(f, nil)
+	cmdutil.HomeFlag(sv, f)
+	// module and hub give the station's flags to the subcommands that use
+	// a station home; demo has a --home of its own.
+	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil))
 	return cmdutil.Group(root)
 }

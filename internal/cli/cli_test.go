@@ -99,7 +99,7 @@ func TestUsage(t *testing.T) {
 		})
 	}
 	// Commands that never open a station home do not offer its flags.
-	for _, args := range [][]string{{"hub", "serve", "--help"}, {"hub", "user", "create", "--help"}, {"version", "--help"}} {
+	for _, args := range [][]string{{"hub", "serve", "--help"}, {"hub", "user", "create", "--help"}, {"version", "--help"}, {"module", "build", "--help"}, {"module", "schema", "--help"}} {
 		if r := station(t, home, "", args...).want(t, 0); strings.Contains(r.out, "--home") || strings.Contains(r.out, "--no-daemon") {
 			t.Errorf("%v lists the station's flags:\n%s", args, r.out)
 		}
@@ -109,6 +109,11 @@ func TestUsage(t *testing.T) {
 			t.Errorf("%v does not list --home and --no-daemon:\n%s", args, r.out)
 		}
 	}
+	// serve is the daemon: it has a home, and no daemon to skip.
+	if r := station(t, home, "", "serve", "--help").want(t, 0); !strings.Contains(r.out, "      --home") || strings.Contains(r.out, "      --no-daemon") {
+		t.Errorf("serve --help lists --no-daemon, or not --home:\n%s", r.out)
+	}
+	station(t, home, "", "serve", "--no-daemon").want(t, cli.ExitUsage)
 }
 
 func TestInputForms(t *testing.T) {

@@ -79,9 +79,16 @@ func quoteAll(ss []string) []string {
 }
 
 // StationFlags adds the flags of commands that use a station home
-// (--home, --no-daemon) to c and its subcommands. Commands that only talk to
-// a hub or run one do not list them.
+// (--home, --no-daemon) to c and its subcommands. Commands that never open
+// one (they run a hub, or build a module from a directory) do not list
+// them.
 func StationFlags(c *cobra.Command, f *Factory) {
-	c.PersistentFlags().StringVar(&f.Home, "home", "", "station home directory (default $STATION_HOME or ~/.station)")
+	HomeFlag(c, f)
 	c.PersistentFlags().BoolVar(&f.NoDaemon, "no-daemon", false, "run in this process even if a station daemon (station serve) is running")
+}
+
+// HomeFlag adds --home alone to c and its subcommands: for station serve,
+// which is the daemon --no-daemon would skip.
+func HomeFlag(c *cobra.Command, f *Factory) {
+	c.PersistentFlags().StringVar(&f.Home, "home", "", "station home directory (default $STATION_HOME or ~/.station)")
 }

@@ -29,8 +29,15 @@ and publishes, searches and upgrades modules on the hub.`,
   station module install dave/stripe-invoicing@1.4.0
   station module upgrade`,
 	}
-	c.AddCommand(NewCmdBuild(f, nil), NewCmdInstall(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdRemove(f, nil), NewCmdSchema(f, nil),
-		NewCmdPublish(f, nil), NewCmdSearch(f, nil), NewCmdUpgrade(f, nil))
+	// build and schema never open a station home: they do not list its
+	// flags.
+	onStation := []*cobra.Command{NewCmdInstall(f, nil), NewCmdList(f, nil), NewCmdShow(f, nil), NewCmdRemove(f, nil),
+		NewCmdPublish(f, nil), NewCmdSearch(f, nil), NewCmdUpgrade(f, nil)}
+	for _, sub := range onStation {
+		cmdutil.StationFlags(sub, f)
+	}
+	c.AddCommand(NewCmdBuild(f, nil), NewCmdSchema(f, nil))
+	c.AddCommand(onStation...)
 	return cmdutil.Group(c)
 }
 
