@@ -280,7 +280,7 @@ func TestTeamRelayBetweenTwoStations(t *testing.T) {
 		}
 	}
 	r = tr.add(station(t, homeB, "", "team", "status")).want(t, 0)
-	for _, want := range []string{"team acme (member)", "PENDING alice/hello 1.1.0 (revision 2; 1.0.0 keeps running)", "+ may now connect to api.stripe.com", "station team sync acme"} {
+	for _, want := range []string{"team acme (member)", "PENDING alice/hello@1.1.0 (revision 2; 1.0.0 keeps running)", "+ may now connect to api.stripe.com", "station team sync acme"} {
 		if !strings.Contains(r.out, want) {
 			t.Errorf("team status on B does not contain %q:\n%s", want, r.out)
 		}

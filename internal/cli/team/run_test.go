@@ -237,7 +237,7 @@ func TestStatus(t *testing.T) {
 	}
 	want := "team acme (member) on https://hub.example.com: lockfile revision 2 applied at " + at.Local().Format(time.RFC3339) + `
   workflows in /h/teams/acme/workflows
-  PENDING alice/hello 1.1.0 (revision 2; 1.0.0 keeps running); compared with what you approved, it:
+  PENDING alice/hello@1.1.0 (revision 2; 1.0.0 keeps running); compared with what you approved, it:
     + may now connect to api.stripe.com
   approve with: station team sync acme (or --yes)
 team beta (owner) on https://hub.example.com: lockfile not applied yet (station team sync)
@@ -249,17 +249,18 @@ team beta (owner) on https://hub.example.com: lockfile not applied yet (station 
 	}
 
 	// --json: snake_case (WriteJSON checks it in tests), the revision
-	// where a script looks for it.
+	// where a script looks for it, and the names the other team commands
+	// use (team, hub, asks).
 	io, out, _ = streams("")
 	if err := statusRun(ctx, &StatusOptions{IO: io, Status: status, JSON: true}); err != nil {
 		t.Fatal(err)
 	}
 	var got []map[string]any
-	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) != 2 || got[0]["revision"] != float64(2) || got[0]["hub_url"] != "https://hub.example.com" {
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil || len(got) != 2 || got[0]["revision"] != float64(2) || got[0]["team"] != "acme" || got[0]["hub"] != "https://hub.example.com" {
 		t.Fatalf("status --json: %s (%v)", out.String(), err)
 	}
 	p := got[0]["pending"].([]any)[0].(map[string]any)
-	if p["from_version"] != "1.0.0" || p["escalations"].([]any)[0] != "may now connect to api.stripe.com" {
+	if p["from_version"] != "1.0.0" || p["revision"] != float64(2) || p["asks"].([]any)[0] != "may now connect to api.stripe.com" {
 		t.Errorf("status --json pending: %v", p)
 	}
 	if _, ok := got[1]["synced_at"]; ok {
@@ -498,8 +499,8 @@ func TestPrintersEscape(t *testing.T) {
 		"sync":        SyncResult{Teams: []TeamSync{sync}},
 		"push":        PushResult{Team: h, Modules: []string{h}, Workflows: []string{h}, AppliedHere: &sync},
 		"leave":       LeaveResult{Team: h},
-		"status": StatusResult{{Name: h, HubURL: h, Role: h, Revision: 1, SyncedAt: now, LastError: h, WorkflowDir: h,
-			Pending: []hubsync.PendingChange{{Team: h, Module: h, Version: h, FromVersion: h, Escalations: []string{h}}, {Module: h, Version: h}}}},
+		"status": newStatusResult([]hubsync.TeamStatus{{Name: h, HubURL: h, Role: h, Revision: 1, SyncedAt: now, LastError: h, WorkflowDir: h,
+			Pending: []hubsync.PendingChange{{Team: h, Module: h, Version: h, FromVersion: h, Escalations: []string{h}}, {Module: h, Version: h}}}}),
 	} {
 		var buf bytes.Buffer
 		if err := r.Text(&buf); err != nil {

@@ -40,10 +40,10 @@ applying what the hub relayed), why the last sync did not apply everything,
 and the changes waiting for approval with what each asks beyond the approved
 version, which keeps running meanwhile.
 
-With --json: [{"name", "hub_url", "role", "revision", "synced_at",
-"last_error", "workflow_dir", "pending": [{"team", "module", "version",
-"revision", "from_version", "escalations", "recorded_at"}]}]; revision is -1
-before the first sync.`,
+With --json: [{"team", "hub", "role", "revision", "synced_at", "last_error",
+"workflow_dir", "pending": [{"module", "version", "from_version", "asks",
+"revision", "recorded_at"}]}] — the names team sync --json uses; revision is
+-1 before the first sync.`,
 		Example: "  station team status\n  station team status acme --json",
 		Args:    cmdutil.MaxArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -61,7 +61,37 @@ before the first sync.`,
 }
 
 // StatusResult is this station's teams.
-type StatusResult []hubsync.TeamStatus
+type StatusResult []TeamStatus
+
+// TeamStatus is one team of this station, under the names the other team
+// commands use: team, hub, revision, and a pending change's asks.
+type TeamStatus struct {
+	Team string `json:"team"`
+	Hub  string `json:"hub"`
+	Role string `json:"role"`
+	// Revision is the lockfile revision last applied here; -1 before the
+	// first.
+	Revision int64     `json:"revision"`
+	SyncedAt time.Time `json:"synced_at,omitzero"`
+	// LastError is why the last sync did not apply everything.
+	LastError   string    `json:"last_error,omitempty"`
+	WorkflowDir string    `json:"workflow_dir"`
+	Pending     []Pending `json:"pending"`
+}
+
+func newStatusResult(teams []hubsync.TeamStatus) StatusResult {
+	out := make(StatusResult, 0, len(teams))
+	for _, ts := range teams {
+		s := TeamStatus{Team: ts.Name, Hub: ts.HubURL, Role: ts.Role, Revision: ts.Revision, SyncedAt: ts.SyncedAt, LastError: ts.LastError,
+			WorkflowDir: ts.WorkflowDir, Pending: []Pending{}}
+		for _, p := range ts.Pending {
+			s.Pending = append(s.Pending, Pending{Module: p.Module, Version: p.Version, FromVersion: p.FromVersion,
+				Asks: append([]string{}, p.Escalations...), Revision: p.Revision, RecordedAt: p.RecordedAt})
+		}
+		out = append(out, s)
+	}
+	return out
+}
 
 // Text implements cmdutil.Texter. The names, URLs, versions, errors and
 // escalations came from the hub and its lockfiles.
@@ -72,7 +102,7 @@ func (r StatusResult) Text(w io.Writer) error {
 		if ts.Revision < 0 {
 			rev = "lockfile not applied yet (station team sync)"
 		}
-		fmt.Fprintf(w, "team %s (%s) on %s: %s", t(ts.Name), t(ts.Role), t(ts.HubURL), rev)
+		fmt.Fprintf(w, "team %s (%s) on %s: %s", t(ts.Team), t(ts.Role), t(ts.Hub), rev)
 		if !ts.SyncedAt.IsZero() {
 			fmt.Fprintf(w, " at %s", ts.SyncedAt.Local().Format(time.RFC3339))
 		}
@@ -86,13 +116,13 @@ func (r StatusResult) Text(w io.Writer) error {
 			if p.FromVersion != "" {
 				from = t(p.FromVersion) + " keeps running"
 			}
-			fmt.Fprintf(w, "  PENDING %s %s (revision %d; %s); compared with what you approved, it:\n", t(p.Module), t(p.Version), p.Revision, from)
-			for _, e := range p.Escalations {
+			fmt.Fprintf(w, "  PENDING %s@%s (revision %d; %s); compared with what you approved, it:\n", t(p.Module), t(p.Version), p.Revision, from)
+			for _, e := range p.Asks {
 				fmt.Fprintf(w, "    + %s\n", t(e))
 			}
 		}
 		if len(ts.Pending) > 0 {
-			fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", t(ts.Name))
+			fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", t(ts.Team))
 		}
 	}
 	return nil
@@ -103,12 +133,9 @@ func statusRun(ctx context.Context, opts *StatusOptions) error {
 	if err != nil {
 		return err
 	}
-	if teams == nil {
-		teams = []hubsync.TeamStatus{}
-	}
 	if len(teams) == 0 && !opts.JSON {
 		fmt.Fprintln(opts.IO.Err, "this station belongs to no team (station team create NAME, station team join CODE)")
 		return nil
 	}
-	return cmdutil.Print(opts.IO.Out, opts.JSON, StatusResult(teams))
+	return cmdutil.Print(opts.IO.Out, opts.JSON, newStatusResult(teams))
 }

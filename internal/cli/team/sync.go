@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -136,9 +137,16 @@ type ModuleVersion struct {
 // Pending is a change that waits for the operator's approval: what it
 // asks beyond what was approved.
 type Pending struct {
-	Module  string   `json:"module"`
-	Version string   `json:"version"`
-	Asks    []string `json:"asks"`
+	Module  string `json:"module"`
+	Version string `json:"version"`
+	// FromVersion is the installed version, which keeps running
+	// meanwhile; "" when the module is not installed.
+	FromVersion string   `json:"from_version,omitempty"`
+	Asks        []string `json:"asks"`
+	// Revision is the lockfile revision that asked for it, RecordedAt
+	// when this station recorded it (team status).
+	Revision   int64     `json:"revision,omitempty"`
+	RecordedAt time.Time `json:"recorded_at,omitzero"`
 }
 
 // Failure is a module of the lockfile that could not be applied.
@@ -157,7 +165,11 @@ func newTeamSync(rep *hubsync.Report, home string) TeamSync {
 	}
 	t.Unchanged = append(t.Unchanged, rep.Unchanged...)
 	for _, p := range rep.Pending {
-		t.Pending = append(t.Pending, Pending{Module: p.Version.Module, Version: p.Version.Version, Asks: append([]string{}, p.Differences()...)})
+		pd := Pending{Module: p.Version.Module, Version: p.Version.Version, Asks: append([]string{}, p.Differences()...)}
+		if p.Plan.Replaces != nil {
+			pd.FromVersion = p.Plan.Replaces.Version
+		}
+		t.Pending = append(t.Pending, pd)
 	}
 	for _, f := range rep.Failed {
 		t.Failed = append(t.Failed, Failure{Module: f.ID, Version: f.Version, Error: f.Error(), err: f})
