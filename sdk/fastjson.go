@@ -2,7 +2,6 @@ package sdk
 
 import (
 	"encoding"
-	"encoding/binary"
 	"encoding/json"
 	"math"
 	"reflect"
@@ -10,6 +9,8 @@ import (
 	"strings"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/station-dev/station/sdk/internal/jsonscan"
 )
 
 // The fast path for the JSON of typed commands.
@@ -19,8 +20,9 @@ import (
 // there), so encoding/json's reflection, scanner and allocations make up
 // most of a trivial command's time. For the common shape of a command's input
 // and result — a struct of strings, booleans, numbers and nested such structs
-// — Handle builds a plan once, at registration, and decodes and encodes with
-// it directly.
+// — Handle builds a plan once, at registration, and decodes (with
+// sdk/internal/jsonscan, the scanner package shttp uses too) and encodes
+// with it directly.
 //
 // The fast path never decides anything encoding/json would decide
 // differently: whenever it meets something it does not handle exactly as
@@ -168,61 +170,35 @@ func plainName(s string) bool {
 // false when encoding/json must decode b instead; p may then be partly
 // written.
 func decodeFast(b []byte, p unsafe.Pointer, plan *jplan) bool {
-	d := jdecoder{b: b}
-	d.space()
-	if !d.object(p, plan) {
-		return false
-	}
-	d.space()
-	return d.i == len(d.b)
+	d := jdecoder{jsonscan.New(b)}
+	d.Space()
+	return d.object(p, plan) && d.End()
 }
 
+// jdecoder decodes a document into plan-described structs.
 type jdecoder struct {
-	b []byte
-	i int
-}
-
-func (d *jdecoder) space() {
-	for d.i < len(d.b) {
-		switch d.b[d.i] {
-		case ' ', '\t', '\n', '\r':
-			d.i++
-		default:
-			return
-		}
-	}
-}
-
-// next returns the next byte, or 0 at the end.
-func (d *jdecoder) next() byte {
-	if d.i < len(d.b) {
-		return d.b[d.i]
-	}
-	return 0
+	jsonscan.Scanner
 }
 
 func (d *jdecoder) object(p unsafe.Pointer, plan *jplan) bool {
-	if d.next() != '{' {
+	if !d.Byte('{') {
 		return false
 	}
-	d.i++
-	d.space()
-	if d.next() == '}' {
-		d.i++
+	d.Space()
+	if d.Byte('}') {
 		return true
 	}
 	var seen uint64
 	for {
-		key, ok := d.str()
+		key, ok := d.Str()
 		if !ok {
 			return false
 		}
-		d.space()
-		if d.next() != ':' {
+		d.Space()
+		if !d.Byte(':') {
 			return false
 		}
-		d.i++
-		d.space()
+		d.Space()
 		fi := -1
 		for i := range plan.fields {
 			if plan.fields[i].name == string(key) {
@@ -238,13 +214,11 @@ func (d *jdecoder) object(p unsafe.Pointer, plan *jplan) bool {
 		if !d.value(unsafe.Add(p, f.offset), f) {
 			return false
 		}
-		d.space()
-		switch d.next() {
-		case ',':
-			d.i++
-			d.space()
-		case '}':
-			d.i++
+		d.Space()
+		switch {
+		case d.Byte(','):
+			d.Space()
+		case d.Byte('}'):
 			return true
 		default:
 			return false
@@ -252,108 +226,29 @@ func (d *jdecoder) object(p unsafe.Pointer, plan *jplan) bool {
 	}
 }
 
-// str scans a string without escapes and returns its contents.
-func (d *jdecoder) str() ([]byte, bool) {
-	if d.next() != '"' {
-		return nil, false
-	}
-	d.i++
-	start := d.i
-	d.i += plainRun(d.b[d.i:])
-	ascii := true
-	for d.i < len(d.b) {
-		c := d.b[d.i]
-		switch {
-		case c == '"':
-			s := d.b[start:d.i]
-			d.i++
-			return s, ascii || utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-		d.i++
-	}
-	return nil, false
-}
-
-// literal consumes lit if it is next.
-func (d *jdecoder) literal(lit string) bool {
-	if len(d.b)-d.i >= len(lit) && string(d.b[d.i:d.i+len(lit)]) == lit {
-		d.i += len(lit)
-		return true
-	}
-	return false
-}
-
-// number scans a JSON number and reports whether it has no fraction and no
-// exponent.
-func (d *jdecoder) number() (tok string, integer, ok bool) {
-	start := d.i
-	if d.next() == '-' {
-		d.i++
-	}
-	switch c := d.next(); {
-	case c == '0':
-		d.i++
-	case '1' <= c && c <= '9':
-		for d.i++; isDigit(d.next()); d.i++ {
-		}
-	default:
-		return "", false, false
-	}
-	integer = true
-	if d.next() == '.' {
-		integer = false
-		d.i++
-		if !isDigit(d.next()) {
-			return "", false, false
-		}
-		for d.i++; isDigit(d.next()); d.i++ {
-		}
-	}
-	if c := d.next(); c == 'e' || c == 'E' {
-		integer = false
-		d.i++
-		if c := d.next(); c == '+' || c == '-' {
-			d.i++
-		}
-		if !isDigit(d.next()) {
-			return "", false, false
-		}
-		for d.i++; isDigit(d.next()); d.i++ {
-		}
-	}
-	b := d.b[start:d.i]
-	return unsafe.String(&b[0], len(b)), integer, true
-}
-
-func isDigit(c byte) bool { return '0' <= c && c <= '9' }
-
 // value decodes one member's value into the field at p.
 func (d *jdecoder) value(p unsafe.Pointer, f *jfield) bool {
-	if d.next() == 'n' {
-		return d.literal("null") // null leaves every kind here unchanged
+	if d.Peek() == 'n' {
+		return d.Null() // null leaves every kind here unchanged
 	}
 	switch f.kind {
 	case jString:
-		s, ok := d.str()
+		s, ok := d.Str()
 		if !ok {
 			return false
 		}
 		*(*string)(p) = string(s)
 	case jBool:
 		switch {
-		case d.literal("true"):
+		case d.Literal("true"):
 			*(*bool)(p) = true
-		case d.literal("false"):
+		case d.Literal("false"):
 			*(*bool)(p) = false
 		default:
 			return false
 		}
 	case jInt:
-		tok, integer, ok := d.number()
+		tok, integer, ok := d.Number()
 		if !ok || !integer {
 			return false
 		}
@@ -372,7 +267,7 @@ func (d *jdecoder) value(p unsafe.Pointer, f *jfield) bool {
 			*(*int64)(p) = n
 		}
 	case jUint:
-		tok, integer, ok := d.number()
+		tok, integer, ok := d.Number()
 		if !ok || !integer {
 			return false
 		}
@@ -391,7 +286,7 @@ func (d *jdecoder) value(p unsafe.Pointer, f *jfield) bool {
 			*(*uint64)(p) = n
 		}
 	case jFloat:
-		tok, _, ok := d.number()
+		tok, _, ok := d.Number()
 		if !ok {
 			return false
 		}
@@ -510,7 +405,7 @@ func loadUint(p unsafe.Pointer, size uintptr) uint64 {
 // quotes (with HTML escaping off): valid UTF-8 without control characters,
 // quotes, backslashes, U+2028 or U+2029.
 func plainString(s string) bool {
-	i := plainRun(unsafe.Slice(unsafe.StringData(s), len(s)))
+	i := jsonscan.PlainRun(unsafe.Slice(unsafe.StringData(s), len(s)))
 	if i == len(s) {
 		return true
 	}
@@ -525,30 +420,6 @@ func plainString(s string) bool {
 		}
 	}
 	return ascii || utf8.ValidString(s) && !strings.Contains(s, "\u2028") && !strings.Contains(s, "\u2029")
-}
-
-// plainRun returns how many leading bytes of b are printable ASCII other
-// than '"' and '\\': bytes a JSON string holds as they are. It tests eight
-// bytes at a time, because inside the station each loop iteration of a guest
-// costs an exit to the host.
-func plainRun(b []byte) int {
-	const lsb, msb = 0x0101010101010101, 0x8080808080808080
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		ctl := (x - lsb*0x20) &^ x // a byte < 0x20 (exact while no byte has its top bit set)
-		q := x ^ lsb*'"'
-		bs := x ^ lsb*'\\'
-		if (x|ctl|(q-lsb)&^q|(bs-lsb)&^bs)&msb != 0 {
-			break
-		}
-	}
-	for ; i < len(b); i++ {
-		if c := b[i]; c < 0x20 || c >= utf8.RuneSelf || c == '"' || c == '\\' {
-			break
-		}
-	}
-	return i
 }
 
 // appendFloat is encoding/json's float encoding.

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/internal/jsonscan"
 )
 
 // The request and response documents without encoding/json.
@@ -15,9 +16,11 @@ import (
 // encoding/json's reflection and byte-by-byte scanner made up more than half
 // of a module's GET. These two functions handle the documents' fixed shapes
 // directly. appendRequest writes a document that decodes to exactly what
-// json.Marshal's would; parseResponse accepts only what it decodes exactly as
-// json.Unmarshal would and otherwise reports false, and the caller uses
-// encoding/json. TestResponseDoc and FuzzResponseDoc compare the two.
+// json.Marshal's would; parseResponse, with the scanner package sdk's fast
+// path uses too (sdk/internal/jsonscan), accepts only what it decodes
+// exactly as json.Unmarshal would and otherwise reports false, and the
+// caller uses encoding/json. TestResponseDoc and FuzzResponseDoc compare the
+// two.
 
 // appendRequest appends the JSON of doc to b. It reports false when a string
 // is not valid UTF-8 (json.Marshal would change it; let it).
@@ -105,32 +108,32 @@ func appendString(b []byte, s string) ([]byte, bool) {
 // false when json.Unmarshal must decode doc instead (r may then be partly
 // written).
 func parseResponse(doc []byte, r *abi.HTTPResponse) bool {
-	p := parser{b: doc}
-	p.space()
-	if !p.byte('{') {
+	p := parser{jsonscan.New(doc)}
+	p.Space()
+	if !p.Byte('{') {
 		return false
 	}
 	var seen [4]bool
-	p.space()
-	if p.byte('}') {
-		return p.end()
+	p.Space()
+	if p.Byte('}') {
+		return p.End()
 	}
 	for {
-		key, ok := p.str()
+		key, ok := p.Str()
 		if !ok {
 			return false
 		}
-		p.space()
-		if !p.byte(':') {
+		p.Space()
+		if !p.Byte(':') {
 			return false
 		}
-		p.space()
+		p.Space()
 		var field int
 		switch string(key) {
 		case "status":
 			field = 0
-			tok, ok := p.integer()
-			if !ok {
+			tok, integer, ok := p.Number()
+			if !ok || !integer {
 				return false
 			}
 			n, err := strconv.ParseInt(tok, 10, strconv.IntSize)
@@ -140,7 +143,7 @@ func parseResponse(doc []byte, r *abi.HTTPResponse) bool {
 			r.Status = int(n)
 		case "headers":
 			field = 1
-			if p.null() {
+			if p.Null() {
 				break
 			}
 			if r.Headers, ok = p.headers(); !ok {
@@ -148,10 +151,10 @@ func parseResponse(doc []byte, r *abi.HTTPResponse) bool {
 			}
 		case "body":
 			field = 2
-			if p.null() {
+			if p.Null() {
 				break
 			}
-			s, ok := p.str()
+			s, ok := p.Str()
 			if !ok {
 				return false
 			}
@@ -163,10 +166,10 @@ func parseResponse(doc []byte, r *abi.HTTPResponse) bool {
 			r.Body = body[:n]
 		case "url":
 			field = 3
-			if p.null() {
+			if p.Null() {
 				break
 			}
-			s, ok := p.str()
+			s, ok := p.Str()
 			if !ok {
 				return false
 			}
@@ -178,154 +181,78 @@ func parseResponse(doc []byte, r *abi.HTTPResponse) bool {
 			return false // json.Unmarshal merges a repeated map
 		}
 		seen[field] = true
-		p.space()
-		if p.byte('}') {
-			return p.end()
+		p.Space()
+		if p.Byte('}') {
+			return p.End()
 		}
-		if !p.byte(',') {
+		if !p.Byte(',') {
 			return false
 		}
-		p.space()
+		p.Space()
 	}
 }
 
+// parser reads the response document.
 type parser struct {
-	b []byte
-	i int
-}
-
-func (p *parser) space() {
-	for p.i < len(p.b) {
-		switch p.b[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
-
-// byte consumes c if it is next.
-func (p *parser) byte(c byte) bool {
-	if p.i < len(p.b) && p.b[p.i] == c {
-		p.i++
-		return true
-	}
-	return false
-}
-
-// end reports whether only white space follows.
-func (p *parser) end() bool {
-	p.space()
-	return p.i == len(p.b)
-}
-
-func (p *parser) null() bool {
-	if len(p.b)-p.i >= 4 && string(p.b[p.i:p.i+4]) == "null" {
-		p.i += 4
-		return true
-	}
-	return false
-}
-
-// str scans a string without escapes and returns its contents.
-func (p *parser) str() ([]byte, bool) {
-	if !p.byte('"') {
-		return nil, false
-	}
-	start := p.i
-	ascii := true
-	for ; p.i < len(p.b); p.i++ {
-		switch c := p.b[p.i]; {
-		case c == '"':
-			s := p.b[start:p.i]
-			p.i++
-			return s, ascii || utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, false
-		case c >= utf8.RuneSelf:
-			ascii = false
-		}
-	}
-	return nil, false
-}
-
-// integer scans a JSON number without fraction or exponent.
-func (p *parser) integer() (string, bool) {
-	start := p.i
-	p.byte('-')
-	switch {
-	case p.byte('0'):
-	case p.i < len(p.b) && '1' <= p.b[p.i] && p.b[p.i] <= '9':
-		for p.i++; p.i < len(p.b) && '0' <= p.b[p.i] && p.b[p.i] <= '9'; p.i++ {
-		}
-	default:
-		return "", false
-	}
-	if p.i < len(p.b) {
-		if c := p.b[p.i]; c == '.' || c == 'e' || c == 'E' || '0' <= c && c <= '9' {
-			return "", false
-		}
-	}
-	return string(p.b[start:p.i]), true
+	jsonscan.Scanner
 }
 
 // headers scans an object of string arrays.
 func (p *parser) headers() (map[string][]string, bool) {
-	if !p.byte('{') {
+	if !p.Byte('{') {
 		return nil, false
 	}
 	h := map[string][]string{}
-	p.space()
-	if p.byte('}') {
+	p.Space()
+	if p.Byte('}') {
 		return h, true
 	}
 	for {
-		k, ok := p.str()
+		k, ok := p.Str()
 		if !ok {
 			return nil, false
 		}
-		p.space()
-		if !p.byte(':') {
+		p.Space()
+		if !p.Byte(':') {
 			return nil, false
 		}
-		p.space()
+		p.Space()
 		if _, dup := h[string(k)]; dup {
 			return nil, false
 		}
 		var vs []string
-		if !p.null() {
-			if !p.byte('[') {
+		if !p.Null() {
+			if !p.Byte('[') {
 				return nil, false
 			}
 			vs = []string{}
-			p.space()
-			if !p.byte(']') {
+			p.Space()
+			if !p.Byte(']') {
 				for {
-					v, ok := p.str()
+					v, ok := p.Str()
 					if !ok {
 						return nil, false
 					}
 					vs = append(vs, string(v))
-					p.space()
-					if p.byte(']') {
+					p.Space()
+					if p.Byte(']') {
 						break
 					}
-					if !p.byte(',') {
+					if !p.Byte(',') {
 						return nil, false
 					}
-					p.space()
+					p.Space()
 				}
 			}
 		}
 		h[string(k)] = vs
-		p.space()
-		if p.byte('}') {
+		p.Space()
+		if p.Byte('}') {
 			return h, true
 		}
-		if !p.byte(',') {
+		if !p.Byte(',') {
 			return nil, false
 		}
-		p.space()
+		p.Space()
 	}
 }
