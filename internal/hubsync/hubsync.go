@@ -45,8 +45,8 @@ const TokenFile = "hub-token"
 const SigningKeyFile = "hub-signing-key.pem"
 
 // ErrNotLoggedIn is returned when a command needs a hub login and the
-// station has none.
-var ErrNotLoggedIn = errors.New("this station is not logged in to a hub (station hub login --url URL)")
+// station has none. (The CLI's hint says how to log in.)
+var ErrNotLoggedIn = errors.New("this station is not logged in to a hub")
 
 // Session is a station logged in to a hub.
 type Session struct {

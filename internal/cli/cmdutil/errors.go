@@ -86,6 +86,8 @@ func Hint(err error) string {
 		return "station team status lists the teams this station is in"
 	}
 	switch {
+	case errors.Is(err, hubsync.ErrNotLoggedIn):
+		return "log in first: station hub login --url URL"
 	case errors.Is(err, demo.ErrNoCheckout):
 		return "cd into a clone of the station repository and run it there, e.g. go run ./cmd/station demo"
 	case errors.Is(err, demo.ErrNotDemoHome):

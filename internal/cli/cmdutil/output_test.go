@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 )
@@ -111,6 +112,7 @@ func TestExitCodeAndHint(t *testing.T) {
 		{fmt.Errorf("install: %w", station.ErrNotApproved), ExitDeclined, ""},
 		{ErrDeclined, ExitDeclined, ""},
 		{fmt.Errorf("login: %w", hubErr), ExitError, "station hub login"},
+		{fmt.Errorf("search: %w", hubsync.ErrNotLoggedIn), ExitError, "log in first: station hub login --url URL"},
 	} {
 		if got := ExitCode(tc.err); got != tc.code {
 			t.Errorf("ExitCode(%v) = %d, want %d", tc.err, got, tc.code)

@@ -2,6 +2,7 @@ package module
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -91,7 +92,7 @@ installed from the hub, and station module upgrade upgrades it.`,
   station module install --yes examples/stripe-invoicing
   station module install dave/stripe-invoicing@1.4.0
   station module install --yes dave/stripe-invoicing@1.4.0   # in place of a directory install`,
-		Args: cmdutil.ExactArgs(1, "DIR"),
+		Args: cmdutil.ExactArgs(1, "DIR | OWNER/SLUG[@VERSION]"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.Arg = args[0]
 			if runF != nil {
@@ -194,6 +195,11 @@ func installFromHub(ctx context.Context, opts *InstallOptions) error {
 		return cmdutil.UsageError{Err: err}
 	}
 	sess, err := opts.Hub(ctx)
+	if errors.Is(err, hubsync.ErrNotLoggedIn) {
+		// Most likely a directory that is not where the command ran
+		// (examples/hello reads as OWNER/SLUG too): say both.
+		return fmt.Errorf("install %s: no such directory, and to install it from a hub as OWNER/SLUG: %w", opts.Arg, err)
+	}
 	if err != nil {
 		return err
 	}

@@ -425,6 +425,16 @@ func TestInstallFromTheHub(t *testing.T) {
 		t.Errorf("already installed: %v, %q, reloaded %v", err, tm.out, *reloaded)
 	}
 
+	// A directory that is not there reads as OWNER/SLUG: without a hub
+	// login the error says both, and the hint how to log in.
+	opts, _ = installOpts(newTerm("", false), nil, nil, "examples/helo")
+	opts.Hub = func(context.Context) (HubInstaller, error) { return nil, hubsync.ErrNotLoggedIn }
+	opts.IsDir = func(string) bool { return false }
+	if err := installRun(ctx, opts); !errors.Is(err, hubsync.ErrNotLoggedIn) || !strings.Contains(err.Error(), "install examples/helo: no such directory") ||
+		!strings.Contains(cmdutil.Hint(err), "station hub login --url URL") {
+		t.Errorf("a missing directory without a hub login: %v (hint %q)", err, cmdutil.Hint(err))
+	}
+
 	// The hub's error is the command's, with its hint in one place.
 	h = &fakeHub{err: hub.Errorf(hub.CodeUnauthenticated, "token revoked")}
 	opts, _ = installOpts(newTerm("", false), nil, h, "dave/hello@1.0.0")
