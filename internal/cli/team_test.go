@@ -272,7 +272,12 @@ func TestTeamRelayBetweenTwoStations(t *testing.T) {
 		t.Errorf("B runs %s with network %v; want 1.0.0 with none", m.Version, m.Permissions.Network)
 	}
 	greet()
-	// B's daemon said what it did, one line each.
+	// B's daemon said what it did, one line each: nothing of the relay
+	// replaying B's join, whose revision 0 B applied when it joined, and
+	// the escalation once (the relay's log lines are station.log's).
+	if out := outB.String(); strings.Contains(out, "revision 0") || strings.Count(out, "alice/hello") != 2 {
+		t.Errorf("B's daemon reports the replay of a revision it had applied, or a change twice:\n%s", out)
+	}
 	for _, want := range []string{"following the hub relay at " + h.URL + " as bob", "team acme: applied lockfile revision 1 from the hub (installed alice/hello@1.0.0)",
 		"team acme: alice/hello@1.1.0 waits for your approval (revision 2; 1.0.0 keeps running): it may now connect to api.stripe.com"} {
 		if !strings.Contains(outB.String(), want) {

@@ -164,7 +164,10 @@ func Follow(ctx context.Context, st *station.Station, o FollowOptions) {
 }
 
 // relayEvents are the events of an applied lockfile: the revision with
-// what changed, then each change that waits for approval.
+// what changed, then each change that waits for approval. A revision this
+// station had applied already (the relay replaying a join after a restart,
+// or relaying a push this station made and applied itself) that changed
+// nothing is no event: nothing was pushed, and nothing happened.
 func relayEvents(from RelayEvent, rep *Report) []RelayEvent {
 	applied := RelayEvent{Kind: RelayApplied, Hub: from.Hub, Account: from.Account, Team: rep.Team, Revision: rep.Revision}
 	for _, r := range rep.Installed {
@@ -173,7 +176,10 @@ func relayEvents(from RelayEvent, rep *Report) []RelayEvent {
 	for _, f := range rep.Failed {
 		applied.Failed = append(applied.Failed, f.Error())
 	}
-	out := []RelayEvent{applied}
+	var out []RelayEvent
+	if rep.Revision > rep.Previous || len(applied.Installed)+len(applied.Failed) > 0 {
+		out = append(out, applied)
+	}
 	for _, p := range rep.Pending {
 		e := RelayEvent{Kind: RelayPending, Hub: from.Hub, Account: from.Account, Team: rep.Team, Revision: rep.Revision,
 			Module: p.Version.Module, Version: p.Version.Version, Asks: p.Differences()}

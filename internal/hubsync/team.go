@@ -20,6 +20,9 @@ import (
 type Report struct {
 	Team     string
 	Revision int64
+	// Previous is the revision applied here before this one (-1 for
+	// none): a Revision no newer was applied already.
+	Previous int64
 	// Installed are the modules installed or changed.
 	Installed []Result
 	// Unchanged are the modules already at the pinned version.
@@ -64,11 +67,11 @@ func (s *Session) Apply(ctx context.Context, tl hub.TeamLockfile, approve Approv
 	st := s.Station
 	team, err := st.Store.HubTeam(ctx, tl.Team)
 	if errors.Is(err, store.ErrNotFound) {
-		team = store.HubTeam{Name: tl.Team, HubURL: s.Login.URL, Role: hub.RoleMember}
+		team = store.HubTeam{Name: tl.Team, HubURL: s.Login.URL, Role: hub.RoleMember, Revision: -1}
 	} else if err != nil {
 		return nil, err
 	}
-	rep := &Report{Team: tl.Team, Revision: tl.Revision}
+	rep := &Report{Team: tl.Team, Revision: tl.Revision, Previous: team.Revision}
 	var pending []store.HubPending
 	for _, m := range tl.Lockfile.Modules {
 		perms := m.Permissions

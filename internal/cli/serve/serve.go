@@ -40,8 +40,10 @@ type ServeOptions struct {
 	// demo station instead, for --demo (internal/cli/demo).
 	Open      func(context.Context) (*station.Station, error)
 	StartDemo func(context.Context) (*demo.Demo, error)
-	// Logger is the daemon's log for a station home.
-	Logger func(home string) *slog.Logger
+	// Logger is the daemon's log for a station home; FileLogger the hub
+	// relay follower's, which goes to station.log only (and to stderr with
+	// -v): what it does, the relay's lines say (hub.RelayPrinter).
+	Logger, FileLogger func(home string) *slog.Logger
 	// Relay, if set, replaces the hub relay follower (tests).
 	Relay func(*station.Station, hubsync.FollowOptions) func(context.Context)
 }
@@ -49,7 +51,7 @@ type ServeOptions struct {
 // NewCmdServe returns `station serve`. runF, when set, is called with the parsed
 // options instead of running the command.
 func NewCmdServe(f *cmdutil.Factory, runF func(*ServeOptions) error) *cobra.Command {
-	opts := &ServeOptions{IO: &f.IO, Open: f.Open, Logger: f.Logger,
+	opts := &ServeOptions{IO: &f.IO, Open: f.Open, Logger: f.Logger, FileLogger: f.FileLogger,
 		StartDemo: func(ctx context.Context) (*demo.Demo, error) { return democmd.StartServe(ctx, f) }}
 	c := &cobra.Command{
 		Use:   "serve",
@@ -124,7 +126,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if relay == nil {
 		relay = hubsync.Follower
 	}
-	follow := relay(s, hubsync.FollowOptions{Log: log, OnEvent: hubcmd.RelayPrinter(opts.IO.Out)})
+	follow := relay(s, hubsync.FollowOptions{Log: opts.FileLogger(s.Home), OnEvent: hubcmd.RelayPrinter(opts.IO.Out)})
 	out := opts.IO.Out
 	ready := func() {
 		fmt.Fprintf(out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), cmdutil.TermText(s.Home))

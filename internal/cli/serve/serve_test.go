@@ -37,7 +37,7 @@ func TestFlags(t *testing.T) {
 		if tc.code != 0 {
 			continue
 		}
-		got.IO, got.Open, got.StartDemo, got.Logger = nil, nil, nil, nil
+		got.IO, got.Open, got.StartDemo, got.Logger, got.FileLogger = nil, nil, nil, nil, nil
 		if !reflect.DeepEqual(*got, tc.want) {
 			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
 		}
@@ -60,6 +60,8 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 		{Kind: hubsync.RelayStopped, Hub: "https://hub.example", Reason: "the hub login changed"},
 	}
 	opened := make(chan *station.Station, 2)
+	f := cmdutil.New(cmdutil.IOStreams{Out: &out, Err: &out})
+	defer f.Close(ctx)
 	opts := func() *ServeOptions {
 		return &ServeOptions{IO: &cmdutil.IOStreams{Out: &out, Err: &out, Getenv: func(string) string { return "" }}, Addr: "127.0.0.1:0",
 			Open: func(ctx context.Context) (*station.Station, error) {
@@ -69,9 +71,13 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 				}
 				return s, err
 			},
-			Logger: cmdutil.New(cmdutil.IOStreams{Out: &out, Err: &out}).FileLogger,
+			Logger:     f.Logger,
+			FileLogger: f.FileLogger,
 			Relay: func(_ *station.Station, o hubsync.FollowOptions) func(context.Context) {
 				return func(ctx context.Context) {
+					// What the follower logs is station.log's: the
+					// relay's lines say it once.
+					o.Log.Warn("team change waits for approval (station team sync)", "team", "acme")
 					for _, e := range events {
 						o.OnEvent(e)
 					}
@@ -94,6 +100,10 @@ func TestServeSaysWhatTheRelayDid(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("serve does not print %q:\n%s", want, out.String())
 		}
+	}
+
+	if strings.Contains(out.String(), "warn: team change waits") {
+		t.Errorf("the relay follower's log reaches the daemon's output:\n%s", out.String())
 	}
 
 	err := serveRun(ctx, opts())
