@@ -55,12 +55,14 @@ time it took.`,
 
 // BuildResult is what a build made.
 type BuildResult struct {
-	ID      string        `json:"id"`
-	Version string        `json:"version"`
-	Wasm    string        `json:"wasm"`
-	Size    int64         `json:"size_bytes"`
-	Took    time.Duration `json:"-"`
-	Seconds float64       `json:"seconds"`
+	ID      string `json:"id"`
+	Version string `json:"version"`
+	Wasm    string `json:"wasm"`
+	Size    int64  `json:"size_bytes"`
+	// Took is how long the build took; DurationMS the same in
+	// milliseconds, the unit of every duration in --json.
+	Took       time.Duration `json:"-"`
+	DurationMS int64         `json:"duration_ms"`
 }
 
 // Text implements cmdutil.Texter.
@@ -84,5 +86,5 @@ func buildRun(ctx context.Context, opts *BuildOptions) error {
 	if err != nil {
 		return fmt.Errorf("build %s: %w", man.ID, err)
 	}
-	return cmdutil.Print(opts.IO.Out, opts.JSON, BuildResult{ID: man.ID, Version: man.Version, Wasm: out, Size: fileSize(out), Took: took, Seconds: took.Seconds()})
+	return cmdutil.Print(opts.IO.Out, opts.JSON, BuildResult{ID: man.ID, Version: man.Version, Wasm: out, Size: fileSize(out), Took: took, DurationMS: took.Milliseconds()})
 }

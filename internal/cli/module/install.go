@@ -119,9 +119,12 @@ type InstallResult struct {
 	Source   Source `json:"source"`
 	// Hub and Key are those of Source, for a hub install (the names
 	// scripts used before Source).
-	Hub  string        `json:"hub,omitempty"`
-	Key  string        `json:"key,omitempty"`
-	Took time.Duration `json:"-"`
+	Hub string `json:"hub,omitempty"`
+	Key string `json:"key,omitempty"`
+	// Took is how long the install took, the wait for an answer not
+	// counted; DurationMS the same in milliseconds.
+	Took       time.Duration `json:"-"`
+	DurationMS int64         `json:"duration_ms"`
 }
 
 // Text implements cmdutil.Texter.
@@ -183,6 +186,7 @@ func installRun(ctx context.Context, opts *InstallOptions) error {
 	if plan.Replaces != nil {
 		r.Replaced = plan.Replaces.Version
 	}
+	r.DurationMS = took.Milliseconds()
 	return cmdutil.Print(opts.IO.Out, opts.JSON, r)
 }
 
@@ -230,5 +234,6 @@ func installFromHub(ctx context.Context, opts *InstallOptions) error {
 	} else {
 		r.Source = Source{Kind: hubsync.FromHub}
 	}
+	r.DurationMS = took.Milliseconds()
 	return cmdutil.Print(opts.IO.Out, opts.JSON, r)
 }

@@ -189,7 +189,7 @@ func TestBuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	var r map[string]any
-	if err := json.Unmarshal(tm.out.Bytes(), &r); err != nil || r["wasm"] != out || r["size_bytes"] != float64(3<<10) || r["id"] != "station/hello" {
+	if err := json.Unmarshal(tm.out.Bytes(), &r); err != nil || r["wasm"] != out || r["size_bytes"] != float64(3<<10) || r["id"] != "station/hello" || r["duration_ms"] == nil {
 		t.Errorf("--json: %s (%v)", tm.out, err)
 	}
 
@@ -412,7 +412,7 @@ func TestInstallFromTheHub(t *testing.T) {
 	}
 	var r map[string]any
 	if err := json.Unmarshal(tm.out.Bytes(), &r); err != nil || r["hub"] != "https://hub.example" || r["key"] != "0000000000000001" ||
-		r["source"].(map[string]any)["key_id"] != "0000000000000001" || r["source"].(map[string]any)["kind"] != "hub" {
+		r["source"].(map[string]any)["key_id"] != "0000000000000001" || r["source"].(map[string]any)["kind"] != "hub" || r["duration_ms"] == nil {
 		t.Errorf("--json: %s (%v)", tm.out, err)
 	}
 
