@@ -72,7 +72,7 @@ func run(t *testing.T, u *fakeUsage, opts UsageOptions) (string, string) {
 func TestUsage(t *testing.T) {
 	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	u := &fakeUsage{}
-	if out, errOut := run(t, u, UsageOptions{Since: 24 * time.Hour, Now: func() time.Time { return now }}); out != "" || !strings.Contains(errOut, "no LLM usage in the last 24h0m0s") {
+	if out, errOut := run(t, u, UsageOptions{Since: 24 * time.Hour, Now: func() time.Time { return now }}); out != "" || !strings.Contains(errOut, "no LLM usage in the last 24h\n") {
 		t.Errorf("no usage: %q %q", out, errOut)
 	}
 	if !u.since.Equal(now.Add(-24*time.Hour)) || !u.now.Equal(now) {
@@ -100,5 +100,13 @@ func TestUsage(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &rows); err != nil || len(rows) != 3 || rows[0]["module"] != "(station)" || rows[0]["calls"] != float64(1) ||
 		rows[1]["budget_tokens_per_day"] != float64(5000) || rows[1]["used_last_24h"] != float64(390) || rows[0]["completion_tokens"] != float64(4) {
 		t.Errorf("usage --json: %v (%v)\n%s", rows, err, out)
+	}
+}
+
+func TestPeriod(t *testing.T) {
+	for d, want := range map[time.Duration]string{24 * time.Hour: "24h", 90 * time.Minute: "1h30m", 168 * time.Hour: "168h", 30 * time.Minute: "30m", 90 * time.Second: "1m30s", time.Hour + time.Second: "1h0m1s"} {
+		if got := period(d); got != want {
+			t.Errorf("period(%v) = %q, want %q", d, got, want)
+		}
 	}
 }

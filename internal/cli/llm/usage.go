@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -75,7 +76,7 @@ func usageRun(ctx context.Context, opts *UsageOptions) error {
 		return err
 	}
 	if len(rows) == 0 && !opts.JSON {
-		fmt.Fprintf(opts.IO.Err, "no LLM usage in the last %s\n", opts.Since)
+		fmt.Fprintf(opts.IO.Err, "no LLM usage in the last %s\n", period(opts.Since))
 		return nil
 	}
 	out := make(UsageRows, len(rows))
@@ -84,6 +85,18 @@ func usageRun(ctx context.Context, opts *UsageOptions) error {
 		out[i] = r
 	}
 	return cmdutil.Print(opts.IO.Out, opts.JSON, out)
+}
+
+// period is d as a person writes it: 24h, 1h30m, 90m0s is 1h30m.
+func period(d time.Duration) string {
+	s := d.String()
+	if t, ok := strings.CutSuffix(s, "m0s"); ok {
+		s = t + "m"
+	}
+	if t, ok := strings.CutSuffix(s, "h0m"); ok {
+		s = t + "h"
+	}
+	return s
 }
 
 // UsageRows is what `station llm usage` prints; in JSON, an array of rows.
