@@ -37,8 +37,9 @@ per line, the last one run_finished with the output.
 
 Each input the workflow declares is given with --input NAME=VALUE (VALUE is
 JSON unless the input is a string), or all at once with --inputs as a JSON
-object; --input wins over --inputs. A required input that is missing is an
-error that names it, before anything runs. If a station daemon (station serve)
+object; --input wins over --inputs. An input that is missing, undeclared or
+of the wrong type is a usage error (exit code 2) that names it, before
+anything runs. If a station daemon (station serve)
 is running, the run goes through it; otherwise it runs in this process.
 
 A run stopped by Ctrl-C or a crash can be resumed with station workflow
@@ -77,10 +78,11 @@ func runRun(ctx context.Context, opts *RunOptions) error {
 	if err != nil {
 		return err
 	}
-	// Wrong or missing inputs are reported before a station opens (the
-	// engine checks them again when it starts).
+	// Wrong or missing inputs are a usage error, reported before a
+	// station opens (the engine checks them again when it starts), as a
+	// mistyped --input is.
 	if _, err := wf.ResolveInputs(given); err != nil {
-		return err
+		return cmdutil.UsageError{Err: err}
 	}
 	r, err := opts.Runner(ctx)
 	if err != nil {

@@ -280,9 +280,9 @@ func TestRunInputErrors(t *testing.T) {
 		code   int
 		want   string
 	}{
-		{"missing required", nil, "", cmdutil.ExitError, "input customer is required (--input customer=VALUE)"},
+		{"missing required", nil, "", cmdutil.ExitUsage, "input customer is required (--input customer=VALUE)"},
 		{"no NAME=VALUE", []string{"customer"}, "", cmdutil.ExitUsage, `--input "customer": write NAME=VALUE`},
-		{"undeclared", []string{"customer=c", "custmer=c"}, "", cmdutil.ExitError, `has no input "custmer"`},
+		{"undeclared", []string{"customer=c", "custmer=c"}, "", cmdutil.ExitUsage, `has no input "custmer"`},
 		{"mistyped", []string{"customer=c", "count=many"}, "", cmdutil.ExitUsage, `input count: "many" is not an integer`},
 		{"--inputs not an object", nil, "[1]", cmdutil.ExitUsage, "--inputs must be a JSON object"},
 		{"--inputs not JSON", nil, "{x", cmdutil.ExitUsage, "--inputs: --input is not valid JSON"},
