@@ -16,6 +16,7 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
 )
 
 func TestCheckJSONNames(t *testing.T) {
@@ -188,6 +189,19 @@ func TestAsk(t *testing.T) {
 		}
 		if tc.code == ExitUsage && err.Error() != "remove x needs confirmation: rerun with --yes" {
 			t.Errorf("refusal = %q", err)
+		}
+	}
+}
+
+func TestDecision(t *testing.T) {
+	for want, r := range map[string]store.AuditRecord{
+		"allow":             {Decision: sandbox.Decision{Allowed: true}},
+		"DENY ":             {},
+		"DENY  (folded 12)": {Decision: sandbox.Decision{Folded: 12}},
+		"allow (folded 3)":  {Decision: sandbox.Decision{Allowed: true, Folded: 3}},
+	} {
+		if got := Decision(r); got != want {
+			t.Errorf("Decision(%+v) = %q, want %q", r, got, want)
 		}
 	}
 }

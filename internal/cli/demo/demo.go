@@ -203,14 +203,7 @@ func (r *DemoResult) Text(w io.Writer) error {
 	if len(r.Audit) > 0 {
 		fmt.Fprintf(w, "\n==> station audit\n")
 		for _, a := range r.Audit {
-			d := "allow"
-			if !a.Allowed {
-				d = "DENY "
-			}
-			if a.Folded > 0 {
-				d += fmt.Sprintf(" (folded %d)", a.Folded)
-			}
-			fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", a.Time.Local().Format("15:04:05.000"), cmdutil.TermText(a.Module), cmdutil.TermText(a.Command), cmdutil.TermText(string(a.Capability)), d, cmdutil.TermText(a.Target), cmdutil.TermText(a.Reason))
+			fmt.Fprintf(w, "    %s  %-22s %-15s %-8s %s  %s %s\n", a.Time.Local().Format("15:04:05.000"), cmdutil.TermText(a.Module), cmdutil.TermText(a.Command), cmdutil.TermText(string(a.Capability)), cmdutil.Decision(a), cmdutil.TermText(a.Target), cmdutil.TermText(a.Reason))
 		}
 	}
 	if len(r.Calls) == 0 || r.Calls[len(r.Calls)-1].Error != "" && !r.Calls[len(r.Calls)-1].Denied {

@@ -119,14 +119,7 @@ func (r Shown) Text(w io.Writer) error {
 			recs := slices.Clone(r.Audit[at.Trace])
 			slices.SortStableFunc(recs, func(x, y store.AuditRecord) int { return cmp.Compare(x.ID, y.ID) })
 			for _, rec := range recs {
-				d := "allow"
-				if !rec.Allowed {
-					d = "DENY "
-				}
-				if rec.Folded > 0 {
-					d += fmt.Sprintf(" (folded %d)", rec.Folded)
-				}
-				fmt.Fprintf(w, "    %s %s %s %s %s\n", d, cmdutil.TermText(rec.Module), cmdutil.TermText(string(rec.Capability)), cmdutil.TermText(rec.Target), cmdutil.TermText(rec.Reason))
+				fmt.Fprintf(w, "    %s %s %s %s %s\n", cmdutil.Decision(rec), cmdutil.TermText(rec.Module), cmdutil.TermText(string(rec.Capability)), cmdutil.TermText(rec.Target), cmdutil.TermText(rec.Reason))
 			}
 		}
 	}
