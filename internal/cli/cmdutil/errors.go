@@ -23,6 +23,10 @@ const (
 	ExitDeclined  = 5 // the operator declined an approval
 )
 
+// ErrNotInstalled is the error of a command about an installed module
+// (show, remove) given an id that is not installed.
+var ErrNotInstalled = errors.New("module is not installed")
+
 // ErrDeclined is the answer no to a confirmation.
 var ErrDeclined = fmt.Errorf("declined: %w", station.ErrNotApproved)
 
@@ -67,7 +71,7 @@ func Hint(err error) string {
 	var invite *hubsync.InviteError
 	switch {
 	case errors.As(err, &keyExists):
-		return "to rotate it: station hub key create --force registers a new key and keeps the old file beside it; stations that pinned the old key ask their operators before they trust the new one (docs/hub-client.md)"
+		return "to rotate it: station hub key create --force registers a new key and keeps the old file beside it; stations that pinned the old key ask their operators before they trust the new one; docs/hub-client.md says more"
 	case errors.As(err, &notMember) && notMember.Account:
 		return "join it with an invite code from an owner: station team join CODE"
 	case errors.As(err, &notMember):
@@ -86,6 +90,8 @@ func Hint(err error) string {
 		return "station team status lists the teams this station is in"
 	}
 	switch {
+	case errors.Is(err, ErrNotInstalled):
+		return "station module list shows what is installed"
 	case errors.Is(err, hubsync.ErrNotLoggedIn):
 		return "log in first: station hub login --url URL"
 	case errors.Is(err, demo.ErrNoCheckout):

@@ -555,7 +555,7 @@ func TestShow(t *testing.T) {
 		t.Errorf("--json: %s (%v)", tm.out, err)
 	}
 
-	if _, err := show(nil, store.ErrNotFound, false); err == nil || !strings.Contains(err.Error(), "show station/hello: module is not installed") {
+	if _, err := show(nil, store.ErrNotFound, false); err == nil || !strings.Contains(err.Error(), "show station/hello: module is not installed") || cmdutil.Hint(err) != "station module list shows what is installed" {
 		t.Errorf("not installed: %v", err)
 	}
 }
@@ -606,7 +606,7 @@ func TestRemove(t *testing.T) {
 	tm = newTerm("", false)
 	err = removeRun(ctx, &RemoveOptions{IO: &tm.f.IO, ID: "a/b", Yes: true,
 		Describe: func(context.Context, string) (*hubsync.ModuleInfo, error) { return nil, store.ErrNotFound }})
-	if err == nil || !strings.Contains(err.Error(), "remove a/b: module is not installed") {
+	if err == nil || !strings.Contains(err.Error(), "remove a/b: module is not installed") || cmdutil.Hint(err) != "station module list shows what is installed" {
 		t.Errorf("not installed: %v", err)
 	}
 }

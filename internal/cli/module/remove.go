@@ -92,7 +92,7 @@ func (r RemoveResult) kept() string {
 func removeRun(ctx context.Context, opts *RemoveOptions) error {
 	in, err := opts.Describe(ctx, opts.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("remove %s: module is not installed (station module list lists them)", opts.ID)
+		return fmt.Errorf("remove %s: %w", opts.ID, cmdutil.ErrNotInstalled)
 	}
 	if err != nil {
 		return fmt.Errorf("remove %s: %w", opts.ID, err)

@@ -107,7 +107,7 @@ func (r ShowResult) Text(w io.Writer) error {
 func showRun(ctx context.Context, opts *ShowOptions) error {
 	in, err := opts.Describe(ctx, opts.ID)
 	if errors.Is(err, store.ErrNotFound) {
-		return fmt.Errorf("show %s: module is not installed (station module list lists them)", opts.ID)
+		return fmt.Errorf("show %s: %w", opts.ID, cmdutil.ErrNotInstalled)
 	}
 	if err != nil {
 		return fmt.Errorf("show %s: %w", opts.ID, err)
