@@ -77,14 +77,11 @@ func invitesRun(ctx context.Context, opts *InvitesOptions) error {
 	}
 	res := InvitesResult(safeInvites(invs))
 	team := cmdutil.TermText(opts.Team)
-	if opts.JSON {
-		return cmdutil.WriteJSON(opts.IO.Out, res)
-	}
-	if len(res) == 0 {
+	if len(res) == 0 && !opts.JSON {
 		fmt.Fprintf(opts.IO.Err, "team %s has no pending invites (make one with: station team invite %s)\n", team, team)
 		return nil
 	}
-	if err := res.Text(opts.IO.Out); err != nil {
+	if err := cmdutil.Print(opts.IO.Out, opts.JSON, res); err != nil || opts.JSON {
 		return err
 	}
 	fmt.Fprintf(opts.IO.Err, "revoke one with: station team invite revoke %s ID\n", team)
