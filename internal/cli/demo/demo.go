@@ -111,7 +111,7 @@ func demoRun(ctx context.Context, opts *DemoOptions) error {
 	}
 	fmt.Fprintf(steps, "station demo — %s=%s\n", what, cmdutil.TermText(home))
 
-	res, err := opts.Run(ctx, demo.Options{Home: home, Logger: opts.Logger(home), Cache: opts.IO.Cache, Progress: NewProgress(steps, opts.StartProgress)})
+	res, err := opts.Run(ctx, demo.Options{Home: home, Logger: opts.Logger(home), Cache: opts.IO.Cache, Progress: newProgress(steps, opts.StartProgress)})
 	if res == nil {
 		return err
 	}
@@ -234,11 +234,11 @@ func oneLine(doc []byte) string {
 	return string(cmdutil.JSONText(b.Bytes()))
 }
 
-// NewProgress returns the Progress that prints the demo's steps to w: a
+// newProgress returns the Progress that prints the demo's steps to w: a
 // line when each starts and, when it ends, what it did and how long it took.
 // The long steps (builds and installs) also show start's spinner while they
 // run (on a terminal only; Factory.StartProgress).
-func NewProgress(w io.Writer, start func(string) *cmdutil.Progress) demo.Progress {
+func newProgress(w io.Writer, start func(string) *cmdutil.Progress) demo.Progress {
 	return &progress{w: w, start: start}
 }
 

@@ -25,7 +25,7 @@ func StartServe(ctx context.Context, f *cmdutil.Factory) (*demo.Demo, error) {
 		exe = "" // PrintTry falls back to go run
 	}
 	return demo.Start(ctx, demo.Options{Home: home, Logger: f.Logger(home), Cache: f.IO.Cache, Executable: exe,
-		Progress: NewProgress(f.IO.Out, f.StartProgress)})
+		Progress: newProgress(f.IO.Out, f.StartProgress)})
 }
 
 // PrintTry prints the commands to try against the served demo from another

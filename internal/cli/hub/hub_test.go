@@ -412,8 +412,8 @@ func TestRelayLines(t *testing.T) {
 		{hubsync.RelayEvent{Kind: hubsync.RelayStopped, Hub: "https://hub.example", Reason: "the hub login changed"}, "stopped following the hub relay at https://hub.example: the hub login changed"},
 		{hubsync.RelayEvent{Kind: hubsync.RelayStopped, Reason: "cannot follow the hub login: no token"}, "not following the hub relay: cannot follow the hub login: no token"},
 	} {
-		if got := RelayLine(tc.e); got != tc.want {
-			t.Errorf("RelayLine(%+v)\n got %s\nwant %s", tc.e, got, tc.want)
+		if got := relayLine(tc.e); got != tc.want {
+			t.Errorf("relayLine(%+v)\n got %s\nwant %s", tc.e, got, tc.want)
 		}
 	}
 }

@@ -16,11 +16,11 @@ import (
 // its wording came from the hub or its lockfile and goes through
 // cmdutil.TermText.
 func RelayPrinter(w io.Writer) func(hubsync.RelayEvent) {
-	return func(e hubsync.RelayEvent) { fmt.Fprintln(w, RelayLine(e)) }
+	return func(e hubsync.RelayEvent) { fmt.Fprintln(w, relayLine(e)) }
 }
 
-// RelayLine is the line RelayPrinter prints for e.
-func RelayLine(e hubsync.RelayEvent) string {
+// relayLine is the line RelayPrinter prints for e.
+func relayLine(e hubsync.RelayEvent) string {
 	t := cmdutil.TermText
 	switch e.Kind {
 	case hubsync.RelayFollowing:

@@ -26,9 +26,9 @@ import (
 // DefaultAddr is where `station serve` listens unless told otherwise.
 const DefaultAddr = "127.0.0.1:7420"
 
-// Grace is how long calls in flight may take to finish when the daemon
+// grace is how long calls in flight may take to finish when the daemon
 // stops.
-const Grace = 30 * time.Second
+const grace = 30 * time.Second
 
 // ServeOptions are what `station serve` was asked to do, and what it serves
 // with.
@@ -142,7 +142,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		return err
 	}
 	start := time.Now()
-	if err := srv.Serve(ctx, ln, Grace); err != nil {
+	if err := srv.Serve(ctx, ln, grace); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "station daemon stopped after %s (STATION_HOME=%s)\n", cmdutil.Round(time.Since(start)), cmdutil.TermText(s.Home))
