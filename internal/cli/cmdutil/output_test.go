@@ -39,7 +39,7 @@ func TestCheckJSONNames(t *testing.T) {
 			V2Thing int `json:"v2_thing,omitempty"`
 		} `json:"list"`
 	}
-	if err := CheckJSONNames(good{}); err != nil {
+	if err := CheckJSONNames(good{private: "not encoded"}); err != nil {
 		t.Errorf("good: %v", err)
 	}
 	if err := CheckJSONNames([]*good{}); err != nil {
