@@ -25,7 +25,7 @@ type RevokeOptions struct {
 func NewCmdRevoke(f *cmdutil.Factory, runF func(*RevokeOptions) error) *cobra.Command {
 	opts := &RevokeOptions{IO: &f.IO, Session: session(f)}
 	c := &cobra.Command{
-		Use:   "revoke TEAM ID | revoke TEAM --all",
+		Use:   "revoke TEAM (ID | --all)",
 		Short: "Revoke a pending invite of a team, or all of them (owners)",
 		Long: `Revoke makes a pending invite's code stop working at once: the one with ID
 (from 'station team invites'), or with --all every pending invite of the team —
