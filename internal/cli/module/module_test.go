@@ -728,6 +728,20 @@ func TestUpgrade(t *testing.T) {
 		t.Errorf("printed %q", out)
 	}
 
+	// To an older version: downgraded, in the text and in --json.
+	u = &fakeUpgrader{results: []*hubsync.UpgradeResult{{Module: "dave/a", From: "1.2.0", To: "1.1.0", Status: hubsync.Upgraded}}}
+	for _, asJSON := range []bool{false, true} {
+		tm = newTerm("", false)
+		if _, err := upgrade(tm, u, []string{"dave/a@1.1.0"}, asJSON); err != nil {
+			t.Fatal(err)
+		}
+		var r []map[string]string
+		if out := tm.out.String(); asJSON && (json.Unmarshal(tm.out.Bytes(), &r) != nil || len(r) != 1 || r[0]["status"] != "downgraded") ||
+			!asJSON && out != "downgraded dave/a 1.2.0 -> 1.1.0\n" {
+			t.Errorf("downgrade (json %v) printed %q", asJSON, out)
+		}
+	}
+
 	// One that asks for more, without a terminal: declined with the
 	// difference shown, exit 5; --json still prints every module.
 	plan := hubPlan(&store.Module{ID: "dave/hello", Version: "0.9.0"})

@@ -87,10 +87,14 @@ type Upgrade struct {
 	// or the one a declined or failed upgrade was to install.
 	From string `json:"from"`
 	To   string `json:"to,omitempty"`
-	// Status is upgraded, up_to_date, declined or failed.
+	// Status is upgraded, downgraded, up_to_date, declined or failed.
 	Status string `json:"status"`
 	Error  string `json:"error,omitempty"`
 }
+
+// statusDowngraded is the status of an upgrade to an older version than
+// was installed (hubsync calls both upgraded): scripts see which it was.
+const statusDowngraded = "downgraded"
 
 // UpgradeResult is what an upgrade did, module by module.
 type UpgradeResult []Upgrade
@@ -100,12 +104,8 @@ type UpgradeResult []Upgrade
 func (r UpgradeResult) Text(w io.Writer) error {
 	for _, u := range r {
 		switch hubsync.UpgradeStatus(u.Status) {
-		case hubsync.Upgraded:
-			verb := "upgraded"
-			if hub.CompareVersions(u.To, u.From) < 0 {
-				verb = "downgraded"
-			}
-			fmt.Fprintf(w, "%s %s %s -> %s\n", verb, cmdutil.TermText(u.ID), cmdutil.TermText(u.From), cmdutil.TermText(u.To))
+		case hubsync.Upgraded, statusDowngraded:
+			fmt.Fprintf(w, "%s %s %s -> %s\n", u.Status, cmdutil.TermText(u.ID), cmdutil.TermText(u.From), cmdutil.TermText(u.To))
 		case hubsync.UpToDate:
 			fmt.Fprintf(w, "%s@%s is up to date\n", cmdutil.TermText(u.ID), cmdutil.TermText(u.To))
 		}
@@ -131,6 +131,9 @@ func upgradeRun(ctx context.Context, opts *UpgradeOptions) error {
 	out := make(UpgradeResult, 0, len(results))
 	for _, r := range results {
 		u := Upgrade{ID: r.Module, From: r.From, To: r.To, Status: string(r.Status)}
+		if r.Status == hubsync.Upgraded && hub.CompareVersions(r.To, r.From) < 0 {
+			u.Status = statusDowngraded
+		}
 		if r.Err != nil {
 			u.Error = r.Err.Error()
 		}
