@@ -98,12 +98,14 @@ type testBuild struct {
 // once per test process, and returns the module's bytes. It fails the test
 // if the build fails.
 //
-// Results are also cached across processes, in a directory under
-// os.TempDir(), keyed by a hash of everything the build reads: the source
+// Results are also cached across processes, in a directory of the current
+// user's under os.TempDir() (station-wasmbuild-<uid>; one another user made
+// is not used), keyed by a hash of everything the build reads: the source
 // files of every package of this repository the guest imports, go.mod and
 // go.sum, the Go version and the tags. A second go test run therefore does
 // not rebuild, and parallel test binaries building the same key are safe
-// (each builds to a temporary file and renames it into place).
+// (each builds to a temporary file and renames it into place). Compiling
+// the module with wazero is cached by CacheForTest.
 func ForTest(t testing.TB, dir string, tags ...string) []byte {
 	t.Helper()
 	tags = slices.Clone(tags)
@@ -129,8 +131,13 @@ func buildCached(ctx context.Context, dir string, tags []string) ([]byte, error)
 		return nil, fmt.Errorf("build %s: %w", dir, err)
 	}
 	cacheDir := filepath.Join(cacheRoot, fmt.Sprintf("station-wasmbuild-%d", os.Getuid()))
-	if err := os.MkdirAll(cacheDir, 0o700); err != nil {
-		return nil, fmt.Errorf("build %s: %w", dir, err)
+	if err := privateDir(cacheDir); err != nil {
+		// Not a directory of this user's alone (another user made it):
+		// build into one of this process's, read by no other.
+		if cacheDir, err = os.MkdirTemp("", "station-wasmbuild-"); err != nil {
+			return nil, fmt.Errorf("build %s: %w", dir, err)
+		}
+		defer os.RemoveAll(cacheDir)
 	}
 	final := filepath.Join(cacheDir, key+".wasm")
 	if b, err := os.ReadFile(final); err == nil {
