@@ -24,29 +24,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/stationhttp"
+	"github.com/station-dev/station/internal/wasmbuild"
 )
-
-var (
-	cacheOnce   sync.Once
-	sharedCache wazero.CompilationCache
-)
-
-func testCache() wazero.CompilationCache {
-	cacheOnce.Do(func() {
-		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "station-test-wazero-cache"))
-		if err != nil {
-			c = wazero.NewCompilationCache()
-		}
-		sharedCache = c
-	})
-	return sharedCache
-}
 
 // world is one station home wired to loopback fixtures through the
 // operator's config.yaml (resolve overrides only: no real DNS is used for
@@ -229,7 +212,7 @@ func newWorld(t *testing.T, strict bool) *world {
 		t.Fatal(err)
 	}
 	w.log = &fixture.SyncBuffer{}
-	st, err := station.Open(context.Background(), w.home, station.Options{Cache: testCache(), Logger: slog.New(slog.NewTextHandler(w.log, nil)), Resolver: &w.dns})
+	st, err := station.Open(context.Background(), w.home, station.Options{Cache: wasmbuild.CacheForTest(), Logger: slog.New(slog.NewTextHandler(w.log, nil)), Resolver: &w.dns})
 	if err != nil {
 		t.Fatalf("open station: %v", err)
 	}

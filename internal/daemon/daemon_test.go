@@ -15,7 +15,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/station-dev/station/internal/audit"
@@ -25,23 +24,8 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/wasmbuild"
 )
-
-var (
-	cacheOnce sync.Once
-	cache     wazero.CompilationCache
-)
-
-func testCache() wazero.CompilationCache {
-	cacheOnce.Do(func() {
-		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "station-test-wazero-cache"))
-		if err != nil {
-			c = wazero.NewCompilationCache()
-		}
-		cache = c
-	})
-	return cache
-}
 
 // world is a station home whose api.stripe.com is a loopback fixture, with
 // a daemon serving it.
@@ -102,7 +86,7 @@ func newWorld(t *testing.T) *world {
 
 func (w *world) open(t *testing.T) *station.Station {
 	t.Helper()
-	st, err := station.Open(context.Background(), w.home, station.Options{Cache: testCache()})
+	st, err := station.Open(context.Background(), w.home, station.Options{Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

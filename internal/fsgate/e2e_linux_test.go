@@ -14,10 +14,6 @@ import (
 	"github.com/station-dev/station/internal/wasmbuild"
 )
 
-// guestCache holds the test guest's compiled code for every runtime of
-// the test process.
-var guestCache = wazero.NewCompilationCache()
-
 // guest is the test guest compiled in a runtime that links WASI either as
 // the station does (InstantiateWASI) or as wazero has it.
 type guest struct {
@@ -29,7 +25,9 @@ func newGuest(t *testing.T, station bool) *guest {
 	t.Helper()
 	wasm := wasmbuild.ForTest(t, "internal/fsgate/testdata/guest")
 	ctx := context.Background()
-	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(guestCache))
+	// The cache every test shares (wasmbuild.CacheForTest): the guest is
+	// compiled once.
+	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithCompilationCache(wasmbuild.CacheForTest()))
 	t.Cleanup(func() { r.Close(ctx) })
 	var err error
 	if station {

@@ -75,7 +75,7 @@ func init() { time.Sleep(5 * time.Second) }
 //go:wasmexport station_call
 func call(cmd, in int32) int32 { return 0 }
 `))
-	h, err := New(Options{})
+	h, err := New(Options{}) // the zero Options: an in-memory cache of its own
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -29,7 +30,7 @@ func call(cmd, in int32) int32 { return 0 }
 			"requires: {network: {allow: []}, subprocess: false, filesystem_writes: [\"/etc/**\"]}\n")); err == nil {
 		t.Fatal("expected /etc/** to be refused by manifest validation")
 	}
-	h, err := New(Options{HomeDir: "/"})
+	h, err := New(Options{HomeDir: "/", Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

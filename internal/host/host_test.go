@@ -3,13 +3,10 @@ package host_test
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
-
-	"github.com/tetratelabs/wazero"
 
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
@@ -18,21 +15,11 @@ import (
 	"github.com/station-dev/station/manifest"
 )
 
-var (
-	cacheOnce sync.Once
-	cache     wazero.CompilationCache
-)
-
+// newHost returns a host whose modules are compiled in this process, with
+// the compilation cache every test shares (wasmbuild.CacheForTest).
 func newHost(t testing.TB, opts host.Options) *host.Host {
 	t.Helper()
-	cacheOnce.Do(func() {
-		c, err := wazero.NewCompilationCacheWithDir(filepath.Join(os.TempDir(), "station-test-wazero-cache"))
-		if err != nil {
-			c = wazero.NewCompilationCache()
-		}
-		cache = c
-	})
-	opts.Cache = cache
+	opts.Cache = wasmbuild.CacheForTest()
 	h, err := host.New(opts)
 	if err != nil {
 		t.Fatal(err)

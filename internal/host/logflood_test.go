@@ -5,6 +5,8 @@ import (
 	"log/slog"
 	"sync/atomic"
 	"testing"
+
+	"github.com/station-dev/station/internal/wasmbuild"
 )
 
 type countingHandler struct{ n *atomic.Int64 }
@@ -41,7 +43,7 @@ func call(cmd, in int32) int32 {
 }
 `))
 	var n atomic.Int64
-	h, err := New(Options{Logger: slog.New(countingHandler{&n})})
+	h, err := New(Options{Logger: slog.New(countingHandler{&n}), Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

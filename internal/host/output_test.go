@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+
+	"github.com/station-dev/station/internal/wasmbuild"
 )
 
 // Regression test (found in review): on CallOK the host returns whatever bytes the guest last
@@ -33,7 +35,7 @@ func call(cmd, in int32) int32 {
 	return 0
 }
 `))
-	h, err := New(Options{})
+	h, err := New(Options{Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

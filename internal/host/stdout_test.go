@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/station-dev/station/internal/wasmbuild"
 )
 
 // Regression test (found in review): the stdout/stderr writer runs inside a
@@ -24,7 +26,7 @@ func call(cmd, in int32) int32 {
 	return 0
 }
 `))
-	h, err := New(Options{})
+	h, err := New(Options{Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/station-dev/station/internal/wasmbuild"
 )
 
 // wasmModule assembles a minimal module by hand: memory, a funcref table
@@ -52,7 +54,7 @@ func wasmModule(body []byte) []byte {
 // (Found by review: a guest could take gigabytes, or kill the station, with
 // one table.grow.)
 func TestTablesCannotTakeHostMemory(t *testing.T) {
-	h, err := New(Options{})
+	h, err := New(Options{Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -59,7 +59,7 @@ func TestSyncAppliesOnlyTheTeamItAskedFor(t *testing.T) {
 	front := httptest.NewServer(proxy)
 	t.Cleanup(front.Close)
 
-	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	st, err := station.Open(ctx, t.TempDir(), station.Options{Cache: testCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +111,7 @@ func newTwoHubs(t *testing.T) *twoHubs {
 	e.daveA, e.keyA = e.a.Publisher(t, "dave")
 	e.daveB, e.keyB = e.b.Publisher(t, "dave")
 	e.tokenA, e.tokenB = e.a.Account(t, "erin"), e.b.Account(t, "erin")
-	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	st, err := station.Open(ctx, t.TempDir(), station.Options{Cache: testCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -301,7 +301,7 @@ func TestRunnerSaysWhyTheRelayDropped(t *testing.T) {
 		<-r.Context().Done()
 	}))
 	t.Cleanup(srv.Close)
-	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	st, err := station.Open(ctx, t.TempDir(), station.Options{Cache: testCache})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -363,7 +363,7 @@ func TestTeamNamesFromTheHubAreChecked(t *testing.T) {
 		}
 	}))
 	t.Cleanup(srv.Close)
-	st, err := station.Open(ctx, t.TempDir(), station.Options{})
+	st, err := station.Open(ctx, t.TempDir(), station.Options{Cache: testCache})
 	if err != nil {
 		t.Fatal(err)
 	}

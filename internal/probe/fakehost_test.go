@@ -16,6 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/internal/wasmbuild"
 )
 
 // fakeHost is a minimal implementation of the station side of ABI 1
@@ -40,9 +41,9 @@ type fakeHost struct {
 	maxBufs int
 }
 
-// compilationCache is shared by every fake host of the test process, so each
-// guest is compiled once.
-var compilationCache = wazero.NewCompilationCache()
+// compilationCache is shared by every fake host, and with the other
+// packages' tests (on disk), so each guest is compiled once.
+var compilationCache = wasmbuild.CacheForTest()
 
 // newFakeHost instantiates wasm. imports lists the station imports to offer
 // (all of them when nil).

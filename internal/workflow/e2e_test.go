@@ -18,8 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tetratelabs/wazero"
-
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/llm/llmtest"
@@ -40,11 +38,12 @@ type world struct {
 	llm          *llmtest.Server
 }
 
-// sharedCache is the compilation cache of every test station: each test
-// module is compiled once per test binary, in process (the compile child a
+// sharedCache is the compilation cache of every test station, shared with
+// the other packages' tests and kept on disk (wasmbuild.CacheForTest):
+// each test module is compiled once, in process (the compile child a
 // station without a cache uses is tested in internal/host and
 // internal/station, and under -race it is far slower than the deadline).
-var sharedCache = sync.OnceValue(func() wazero.CompilationCache { return wazero.NewCompilationCache() })
+var sharedCache = wasmbuild.CacheForTest
 
 func newWorld(t *testing.T) *world {
 	t.Helper()
