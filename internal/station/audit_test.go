@@ -22,6 +22,7 @@ import (
 // add up to exactly what the module did. Another module's record is
 // untouched.
 func TestAuditFloodIsSummarized(t *testing.T) {
+	t.Parallel()
 	// A still clock: no record leaves the rate limit's window while the
 	// flood runs, on however slow a machine (under -race and load, a flood
 	// can take longer than a window).
@@ -70,6 +71,7 @@ func TestAuditFloodIsSummarized(t *testing.T) {
 // summary rows, within the bound per window and exact in sum; another
 // module denied between its calls has every decision stored one by one.
 func TestAuditFloodOverMinutes(t *testing.T) {
+	t.Parallel()
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time {
@@ -127,6 +129,7 @@ func TestAuditFloodOverMinutes(t *testing.T) {
 // TestTraceReachesTheAudit: a caller's trace (a workflow step, a daemon
 // request) is on every decision of the call it made, and only on those.
 func TestTraceReachesTheAudit(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
 	ctx := sandbox.WithTrace(context.Background(), "run/7/step/charge")
@@ -148,6 +151,7 @@ func TestTraceReachesTheAudit(t *testing.T) {
 // a changed file is named with what to do, and a missing module matches
 // store.ErrNotFound.
 func TestVerify(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
 	ctx := context.Background()

@@ -16,6 +16,7 @@ import (
 // and the setting that grants them; with the operator's grant they install,
 // and the approval shows why they are broad.
 func TestBroadGrantsNeedTheOperator(t *testing.T) {
+	wasm := probeBeforeHome(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	for _, d := range []string{".config/git", ".kube"} {
@@ -24,7 +25,6 @@ func TestBroadGrantsNeedTheOperator(t *testing.T) {
 		}
 	}
 	e := newEnv(t, envOpts{})
-	wasm := probe.Wasm(t)
 	kube := filepath.Join(home, ".kube") + "/**"
 	mods := []struct {
 		spec   moduleSpec
@@ -80,6 +80,7 @@ func TestBroadGrantsNeedTheOperator(t *testing.T) {
 // into the home's dot-directories needs the grant the directory it leads to
 // needs — at install, and again at load if the link is planted afterwards.
 func TestWriteRootThroughASymbolicLink(t *testing.T) {
+	wasm := probeBeforeHome(t)
 	home := t.TempDir()
 	t.Setenv("HOME", home)
 	if err := os.Mkdir(filepath.Join(home, ".ssh"), 0o700); err != nil {
@@ -91,7 +92,6 @@ func TestWriteRootThroughASymbolicLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, envOpts{})
-	wasm := probe.Wasm(t)
 	dir := e.moduleDir(moduleSpec{id: "test/keys", writes: []string{link + "/**"}}, wasm)
 	if err := e.tryInstall(dir); err == nil || !strings.Contains(err.Error(), "leads through a symbolic link to "+filepath.Join(home, ".ssh")) {
 		t.Fatalf("install with a write root linked to ~/.ssh: %v, want a refusal naming where it leads", err)
@@ -119,4 +119,14 @@ func TestWriteRootThroughASymbolicLink(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(home, ".ssh", "authorized_keys")); err == nil {
 		t.Fatal("the module wrote ~/.ssh/authorized_keys")
 	}
+}
+
+// probeBeforeHome builds the probe and opens the shared compilation cache
+// before a test moves HOME: the go command they run keeps its caches under
+// the real home (with another HOME it would build the probe from nothing,
+// and CacheForTest might not get wazero's version from it).
+func probeBeforeHome(t *testing.T) []byte {
+	t.Helper()
+	testCache(t)
+	return probe.Wasm(t)
 }

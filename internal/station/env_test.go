@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,30 +17,25 @@ import (
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/wasmbuild"
 )
 
-// sharedCache lets every station in this test binary reuse compiled code, as
-// a long-running station would; it is also kept on disk across test runs.
-var (
-	cacheOnce   sync.Once
-	sharedCache wazero.CompilationCache
-)
-
-func testCache(t testing.TB) wazero.CompilationCache {
-	cacheOnce.Do(func() {
-		dir := filepath.Join(os.TempDir(), "station-test-wazero-cache")
-		c, err := wazero.NewCompilationCacheWithDir(dir)
-		if err != nil {
-			c = wazero.NewCompilationCache()
-		}
-		sharedCache = c
-	})
-	return sharedCache
-}
+// testCache lets every station in this test binary reuse compiled code, as
+// a long-running station would; it is shared with the other packages' tests
+// and kept on disk across runs (wasmbuild.CacheForTest). A station given it
+// compiles in process: the compile child is tested with openFresh.
+func testCache(testing.TB) wazero.CompilationCache { return wasmbuild.CacheForTest() }
 
 // env is a station home wired to loopback fixtures that stand in for
 // api.stripe.com, api.groq.com and evil.example, through the same operator
 // configuration a person would write.
+//
+// Each test has its own env (home, fixtures, store, host), so the tests
+// that use one run in parallel (t.Parallel, first thing). Those that do
+// not: the ones that change the process's environment (broad_test.go sets
+// HOME), and those whose outcome depends on time a parallel test would
+// take from them (installlimits_test.go's compile bounds, the runaway
+// guests' deadline).
 type env struct {
 	t                  *testing.T
 	home               string

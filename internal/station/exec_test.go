@@ -19,6 +19,7 @@ import (
 // is refused at install; raw calls can only name imports that exist; WASI has
 // no way to start a process.
 func TestSubprocessFalseHasNoRoute(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	for _, tag := range []string{probe.ExecTag, probe.ExtraImportTag} {
 		err := e.tryInstall(e.moduleDir(moduleSpec{id: "test/noexec"}, probe.Wasm(t, tag)))
@@ -42,6 +43,7 @@ func TestSubprocessFalseHasNoRoute(t *testing.T) {
 // A module granted one program runs exactly it, with its arguments passed
 // literally, and is refused every other; denials are audited and logged.
 func TestSubprocessAllowList(t *testing.T) {
+	t.Parallel()
 	echo := "/bin/echo"
 	if _, err := os.Stat(echo); err != nil {
 		echo = "/usr/bin/echo"
@@ -89,6 +91,7 @@ func TestSubprocessAllowList(t *testing.T) {
 
 // Interpreters are refused at install unless the operator grants them.
 func TestSubprocessInterpreterRefusedAtInstall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	err := e.tryInstall(e.moduleDir(moduleSpec{id: "test/shell", subp: "{allow: [sh]}"}, probe.Wasm(t, probe.ExecTag)))
 	if err == nil || !strings.Contains(err.Error(), "sh") {
@@ -102,6 +105,7 @@ func TestSubprocessInterpreterRefusedAtInstall(t *testing.T) {
 // into partial output gets the first part with Truncated, the limit and the
 // count of discarded bytes; output of exactly the cap is complete.
 func TestSubprocessTruncationIsVisible(t *testing.T) {
+	t.Parallel()
 	const limit = 1 << 20 // execgate.DefaultMaxOutput
 	e := newEnv(t, envOpts{})
 	e.install(moduleSpec{id: "test/spew", subp: "{allow: [head]}"}, probe.Wasm(t, probe.ExecTag))

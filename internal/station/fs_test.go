@@ -138,6 +138,7 @@ func attacks(d string) []probe.Action {
 // 2. A module with filesystem_writes: [] cannot create, change, rename or
 // delete anything, by any route.
 func TestNoWritesMeansNoWrites(t *testing.T) {
+	t.Parallel()
 	d := fsTree(t)
 	e := newEnv(t, envOpts{})
 	for _, spec := range []fsSpec{{}, {reads: []string{d + "/**"}}} {
@@ -160,6 +161,7 @@ func TestNoWritesMeansNoWrites(t *testing.T) {
 // capability, the path and the reason, and is in the audit log; files
 // outside are unchanged.
 func TestWritesExactlyUnderOut(t *testing.T) {
+	t.Parallel()
 	d := fsTree(t)
 	e := newEnv(t, envOpts{})
 	const id = "test/writer"
@@ -214,6 +216,7 @@ func TestWritesExactlyUnderOut(t *testing.T) {
 
 // 5. The gate lines at load match what is enforced.
 func TestFilesystemGateLogLine(t *testing.T) {
+	t.Parallel()
 	d := fsTree(t)
 	e := newEnv(t, envOpts{})
 	e.installFS("test/logline", fsSpec{writes: []string{d + "/out/**"}})
@@ -227,6 +230,7 @@ func TestFilesystemGateLogLine(t *testing.T) {
 // Install refuses over-broad globs unless the operator grants them in
 // config.yaml, exactly as written.
 func TestBroadGlobNeedsOperatorGrant(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	dir := e.moduleDir(moduleSpec{id: "test/broad", writes: []string{"/var/lib/station-test/**"}}, probe.Wasm(t, probe.NoNetworkTag))
 	err := e.tryInstall(dir)
@@ -251,6 +255,7 @@ func TestBroadGlobNeedsOperatorGrant(t *testing.T) {
 // What a module's files take is stored with the station: its entry limit
 // and its quota hold across a restart, not only within one process.
 func TestUsageOutlivesRestart(t *testing.T) {
+	t.Parallel()
 	d := fsTree(t)
 	e := newEnv(t, envOpts{})
 	cfg, _ := os.ReadFile(filepath.Join(e.home, "config.yaml"))
@@ -294,6 +299,7 @@ func TestUsageOutlivesRestart(t *testing.T) {
 // --no-daemon`) add to one stored usage instead of overwriting each
 // other's, and each takes in what the other added within a second.
 func TestUsageTwoProcesses(t *testing.T) {
+	t.Parallel()
 	d := fsTree(t)
 	e := newEnv(t, envOpts{})
 	cfg, _ := os.ReadFile(filepath.Join(e.home, "config.yaml"))

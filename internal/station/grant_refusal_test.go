@@ -13,6 +13,7 @@ import (
 // config.yaml grants it and where that file is: a shell by name, and
 // subprocess: true.
 func TestInstallRefusalsNameTheGrantAndTheConfigFile(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	home, err := filepath.Abs(e.home)
 	if err != nil {

@@ -64,6 +64,7 @@ func main() {}
 // module's init therefore writes files under globs nobody approved, even when
 // the operator declines the install.
 func TestStartFunctionWritesBeforeApproval(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	out := filepath.Join(t.TempDir(), "out")
 	os.Mkdir(out, 0o755)
@@ -86,6 +87,7 @@ func TestStartFunctionWritesBeforeApproval(t *testing.T) {
 // the exec. After a restart the same module no longer loads (execOperator then
 // excludes its own globs): install and load disagree.
 func TestProgramInsideOwnWritableTree(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	tools := filepath.Join(t.TempDir(), "tools")
 	os.Mkdir(tools, 0o755)
@@ -153,6 +155,7 @@ func TestProgramInsideOwnWritableTree(t *testing.T) {
 // "<base>/to", so a program at "<base>/tools/tool" — writable by that module —
 // is accepted for a second module, even after a restart.
 func TestOtherModuleGlobCutMidSegment(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	base := t.TempDir()
 	tools := filepath.Join(base, "tools")
@@ -177,6 +180,7 @@ func TestOtherModuleGlobCutMidSegment(t *testing.T) {
 // module keeps running in this process (digest-checked only) and fails to load
 // after a restart.
 func TestLaterWriteGrantOverApprovedProgram(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	tools := filepath.Join(t.TempDir(), "tools")
 	os.Mkdir(tools, 0o755)
@@ -196,6 +200,7 @@ func TestLaterWriteGrantOverApprovedProgram(t *testing.T) {
 // subprocess module fails to load (execgate: "search path entry ... is inside
 // the excluded tree"), because execOperator excludes all modules' trees.
 func TestWriteGrantOverSearchPathBricksSubprocess(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	bin := filepath.Join(t.TempDir(), "tools", "bin")
 	os.MkdirAll(bin, 0o755)

@@ -24,6 +24,7 @@ import (
 // manifest.Load return them), and at load refuse a stored manifest whose
 // PermissionsOf differs from the stored Approved document.
 func TestInstallStoresWhatWasApproved(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	dir := t.TempDir()
 	const id = "test/swapped"

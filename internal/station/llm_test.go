@@ -92,6 +92,7 @@ func llmDecisions(e *env, f store.AuditFilter) []store.AuditRecord {
 // with its tokens and in llm_usage, attributed to the module, command and
 // trace.
 func TestLLMModuleWithEmptyAllowlist(t *testing.T) {
+	t.Parallel()
 	e, srv := newLLMEnv(t, "")
 	e.install(llmSpec(llmMod, "true"), probe.Wasm(t, probe.LLMTag))
 	ctx := sandbox.WithTrace(context.Background(), "run/7/step/summarize")
@@ -145,6 +146,7 @@ func TestLLMModuleWithEmptyAllowlist(t *testing.T) {
 // connection is made. A module whose allowlist does name the host reaches
 // it like any host — without the station's key.
 func TestLLMHostNotOpenedToModules(t *testing.T) {
+	t.Parallel()
 	e, srv := newLLMEnv(t, "")
 	e.install(llmSpec(llmMod, "true"), probe.Wasm(t, probe.LLMTag))
 	body := `{"model":"test-model","messages":[{"role":"user","content":"x"}]}`
@@ -181,6 +183,7 @@ func TestLLMHostNotOpenedToModules(t *testing.T) {
 // (c) A module without the grant that imports llm_complete is refused at
 // install, and the provider sees nothing.
 func TestLLMWithoutGrantRefused(t *testing.T) {
+	t.Parallel()
 	e, srv := newLLMEnv(t, "")
 	for _, grant := range []string{"", "  llm: false\n"} {
 		err := e.tryInstall(e.moduleDir(moduleSpec{id: "test/nollm", extra: grant}, probe.Wasm(t, probe.LLMTag)))
@@ -201,6 +204,7 @@ func TestLLMWithoutGrantRefused(t *testing.T) {
 // provider quotes it in another error, not in the module's environment,
 // the audit log or the station log.
 func TestLLMKeyNeverReachesModule(t *testing.T) {
+	t.Parallel()
 	check := func(t *testing.T, e *env, key string, out []byte) {
 		t.Helper()
 		tail := key[len(key)-10:]
@@ -258,6 +262,7 @@ func TestLLMKeyNeverReachesModule(t *testing.T) {
 // leaves; then requests are refused with a clear reason, audited, and still
 // after a restart; another module's budget is its own.
 func TestLLMBudget(t *testing.T) {
+	t.Parallel()
 	e, srv := newLLMEnv(t, "")
 	e.install(llmSpec(llmMod, "{max_tokens_per_call: 5, budget_tokens_per_day: 20}"), probe.Wasm(t, probe.LLMTag))
 	ask := probe.Ask("one two three") // 3 prompt tokens (estimated 4); the echo is 4 completion tokens
@@ -321,6 +326,7 @@ func TestLLMBudget(t *testing.T) {
 // tokens than its budget; prompts are reserved by their estimate, so they
 // overshoot by at most its error.
 func TestLLMBudgetConcurrent(t *testing.T) {
+	t.Parallel()
 	e, _ := newLLMEnv(t, "")
 	spec := llmSpec(llmMod, "{max_tokens_per_call: 3, budget_tokens_per_day: 30}")
 	spec.limits = "concurrency: 8"
@@ -370,6 +376,7 @@ func TestLLMBudgetConcurrent(t *testing.T) {
 // blocked in a call to the same provider, and while another module is
 // confined by its allowlist; the station's call is attributed to no module.
 func TestStationLLMWhileModuleIsCalling(t *testing.T) {
+	t.Parallel()
 	e, srv := newLLMEnv(t, "")
 	e.install(llmSpec(llmMod, "{max_tokens_per_call: 50}"), probe.Wasm(t, probe.LLMTag))
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
@@ -461,6 +468,7 @@ func TestStationLLMWhileModuleIsCalling(t *testing.T) {
 // The install plan says what the grant allows, in the operator's terms, and
 // the approval is what the module runs with after a restart.
 func TestLLMPermissionText(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		grant string
 		want  []string
@@ -521,6 +529,7 @@ func TestLLMPermissionText(t *testing.T) {
 // bad value in the environment stops the station from opening; a station
 // without a provider still opens, and says what to set when used.
 func TestStationLLMConfiguration(t *testing.T) {
+	t.Parallel()
 	home := t.TempDir()
 	_, err := station.Open(context.Background(), home, station.Options{Cache: testCache(t), Getenv: func(k string) string {
 		if k == "STATION_LLM_PROVIDER" {
@@ -560,6 +569,7 @@ func TestStationLLMConfiguration(t *testing.T) {
 // The example module, built from source and installed from its directory
 // as an operator would, gets its completions through the station.
 func TestSummarizeExample(t *testing.T) {
+	t.Parallel()
 	e, srv := newLLMEnv(t, "")
 	root, err := wasmbuild.RepoRoot()
 	if err != nil {

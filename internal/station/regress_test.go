@@ -31,6 +31,7 @@ const (
 // gated modules are loaded, and while a gated module call is blocked inside a
 // slow request.
 func TestStationClientsIgnoreModulePolicy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	wasm := probe.Wasm(t)
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, wasm)
@@ -102,6 +103,7 @@ func TestStationClientsIgnoreModulePolicy(t *testing.T) {
 // 2. A module is refused hosts outside its allowlist (no connection reaches
 // the fixture) and reaches the hosts inside it.
 func TestModuleRefusedOffListHosts(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
 	res := e.mustProbe(stripeMod,
@@ -146,8 +148,10 @@ func TestModuleRefusedOffListHosts(t *testing.T) {
 // hundreds of times each, are each checked against their own list only; every
 // denial names the calling module.
 func TestTwoModulesEachOwnAllowlist(t *testing.T) {
+	t.Parallel()
 	for _, order := range [][]string{{stripeMod, groqMod}, {groqMod, stripeMod}} {
 		t.Run(strings.Join(order, "-then-"), func(t *testing.T) {
+			t.Parallel()
 			e := newEnv(t, envOpts{})
 			wasm := probe.Wasm(t)
 			allow := map[string]string{stripeMod: "api.stripe.com", groqMod: "api.groq.com"}
@@ -206,6 +210,7 @@ func TestTwoModulesEachOwnAllowlist(t *testing.T) {
 
 // 4. After a module's call returns, nothing of its policy applies anywhere.
 func TestNoPolicyOutlivesTheCall(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
 	wantDenied(t, "in the call", e.mustProbe(stripeMod, probe.HTTP("GET", "https://evil.example/"))[0], stripeMod, "")
@@ -235,6 +240,7 @@ func TestNoPolicyOutlivesTheCall(t *testing.T) {
 // 5. I/O done in goroutines a module starts stays under that module's
 // policy, during the call and after the command returned.
 func TestGoroutineIOStaysUnderModulePolicy(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	// One instance, so the goroutine left behind runs in the next call.
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}, limits: "concurrency: 1"}, probe.Wasm(t))
@@ -270,6 +276,7 @@ func TestGoroutineIOStaysUnderModulePolicy(t *testing.T) {
 // that resolves to a loopback, private or metadata address (without an
 // operator grant), are refused.
 func TestRedirectsAndPrivateAddressesRefused(t *testing.T) {
+	t.Parallel()
 	t.Run("redirects", func(t *testing.T) {
 		e := newEnv(t, envOpts{})
 		for path, to := range map[string]string{
@@ -336,7 +343,8 @@ func TestRunawayGuestsFailAndStationSurvives(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	wasm := probe.Wasm(t)
 	const bad = "test/runaway"
-	e.install(moduleSpec{id: bad, allow: []string{"api.stripe.com"}, limits: "timeout: 2s\nmemory: 64MiB"}, wasm)
+	// A second is the loop's deadline, and far more than any other case takes.
+	e.install(moduleSpec{id: bad, allow: []string{"api.stripe.com"}, limits: "timeout: 1s\nmemory: 64MiB"}, wasm)
 	e.install(moduleSpec{id: groqMod, allow: []string{"api.groq.com"}}, wasm)
 
 	cases := []struct {

@@ -9,6 +9,7 @@ import (
 // Reinstalling a loaded module with fewer permissions takes effect on the
 // next call, in the same station process.
 func TestUpgradeToFewerPermissionsTakesEffect(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	wasm := probe.Wasm(t)
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com", "api.groq.com"}}, wasm)
@@ -23,6 +24,7 @@ func TestUpgradeToFewerPermissionsTakesEffect(t *testing.T) {
 // Arguments over their limit are refused before the host reads or allocates
 // anything: the guest gets too_large, the call goes on, the station is fine.
 func TestOversizedHostArgumentsRefusedBeforeAllocation(t *testing.T) {
+	t.Parallel()
 	e := newEnv(t, envOpts{})
 	e.install(moduleSpec{id: stripeMod, allow: []string{"api.stripe.com"}}, probe.Wasm(t))
 	res := e.mustProbe(stripeMod,
