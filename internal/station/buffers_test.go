@@ -24,7 +24,7 @@ import (
 // budget, e.g. the module's memory limit, and refuse to create a buffer over
 // it (StatusTooLarge with handle 0); wire an operator max for concurrency.
 func TestHostBuffersBoundedPerCall(t *testing.T) {
-	t.Parallel()
+	// Not in parallel: it measures the heap of the whole process.
 	e := newEnv(t, envOpts{})
 	big := bytes.Repeat([]byte("x"), 16<<20-1024)
 	var peak atomic.Uint64

@@ -33,9 +33,9 @@ func testCache(testing.TB) wazero.CompilationCache { return wasmbuild.CacheForTe
 // Each test has its own env (home, fixtures, store, host), so the tests
 // that use one run in parallel (t.Parallel, first thing). Those that do
 // not: the ones that change the process's environment (broad_test.go sets
-// HOME), and those whose outcome depends on time a parallel test would
-// take from them (installlimits_test.go's compile bounds, the runaway
-// guests' deadline).
+// HOME) or measure the whole process (the host buffers' heap), and those
+// whose outcome depends on time a parallel test would take from them
+// (installlimits_test.go's compile bounds, the runaway guests' deadline).
 type env struct {
 	t                  *testing.T
 	home               string
