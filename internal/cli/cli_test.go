@@ -11,8 +11,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tetratelabs/wazero"
-
 	"github.com/station-dev/station/internal/cli"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/wasmbuild"
@@ -252,6 +250,7 @@ func TestTamperedModuleRefused(t *testing.T) {
 }
 
 // testCache is the compilation cache every station these tests open
-// shares: a module is compiled once per test binary, not once per home (the
-// probe takes about a minute to compile under the race detector).
-var testCache = wazero.NewCompilationCache()
+// shares, on disk with every package's tests (wasmbuild.CacheForTest): a
+// module is compiled once, not once per home or per test binary (the probe
+// takes about a minute to compile under the race detector).
+var testCache = wasmbuild.CacheForTest()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -25,7 +26,7 @@ import (
 // always print the module attribute of guest lines.
 func TestGuestLogCannotForgeStationLines(t *testing.T) {
 	var buf bytes.Buffer
-	h, err := host.New(host.Options{Logger: slog.New(NewLineHandler(&buf, slog.LevelDebug))})
+	h, err := host.New(host.Options{Logger: slog.New(NewLineHandler(&buf, slog.LevelDebug)), Cache: wasmbuild.CacheForTest()})
 	if err != nil {
 		t.Fatal(err)
 	}
