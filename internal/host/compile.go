@@ -237,13 +237,19 @@ func outOfMemory(stderr string) bool {
 
 // runtimeFault reports whether the child's Go runtime itself faulted
 // ("SIGSEGV: segmentation violation" with no goroutine of the program's,
-// as opposed to a Go-level "panic: runtime error"). The child runs nothing
+// as opposed to a Go-level "panic: runtime error") or could not start a
+// thread (a thread's stack is a mapping too). The child runs nothing
 // but wazero's compiler over bytes the station has checked, under an
 // address-space bound (RLIMIT_AS, not set under the race detector): a
 // runtime that faults there failed to map memory in a path that does not
 // report it, which is the bound taking effect, not a bug to show as one.
 func runtimeFault(stderr string) bool {
-	return strings.HasPrefix(stderr, "SIGSEGV: segmentation violation") || strings.Contains(stderr, "unexpected signal during runtime execution")
+	for _, s := range []string{"unexpected signal during runtime execution", "pthread_create failed", "failed to create new OS thread"} {
+		if strings.Contains(stderr, s) {
+			return true
+		}
+	}
+	return strings.HasPrefix(stderr, "SIGSEGV: segmentation violation")
 }
 
 func lastLines(s string, n int) string {
