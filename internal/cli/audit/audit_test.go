@@ -5,12 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/sandbox"
@@ -18,33 +18,15 @@ import (
 )
 
 func TestFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want AuditOptions
-		code int
-	}{
-		{args: nil, want: AuditOptions{Filter: store.AuditFilter{Limit: 1000}}},
-		{args: []string{"--module", "a/b", "--denied", "--limit", "5", "--since", "1h", "--json"},
-			want: AuditOptions{Filter: store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 5}, Since: time.Hour, JSON: true}},
-		{args: []string{"--limit", "0"}, code: cmdutil.ExitUsage},
-		{args: []string{"--since", "-1h"}, code: cmdutil.ExitUsage},
-		{args: []string{"--since", "soon"}, code: cmdutil.ExitUsage},
-		{args: []string{"x"}, code: cmdutil.ExitUsage},
-	} {
-		var got *AuditOptions
-		err := clitest.Parse(NewCmdAudit(clitest.Factory(), func(o *AuditOptions) error { got = o; return nil }), tc.args...)
-		if code := cmdutil.ExitCode(err); code != tc.code {
-			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
-			continue
-		}
-		if tc.code != 0 {
-			continue
-		}
-		got.IO, got.Log = nil, nil
-		if !reflect.DeepEqual(*got, tc.want) {
-			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
-		}
-	}
+	clitest.CheckFlags(t, func(runF func(*AuditOptions) error) *cobra.Command { return NewCmdAudit(clitest.Factory(), runF) }, []clitest.FlagCase[AuditOptions]{
+		{Args: nil, Want: AuditOptions{Filter: store.AuditFilter{Limit: 1000}}},
+		{Args: []string{"--module", "a/b", "--denied", "--limit", "5", "--since", "1h", "--json"},
+			Want: AuditOptions{Filter: store.AuditFilter{Module: "a/b", DeniedOnly: true, Limit: 5}, Since: time.Hour, JSON: true}},
+		{Args: []string{"--limit", "0"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"--since", "-1h"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"--since", "soon"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"x"}, Code: cmdutil.ExitUsage},
+	}, "Now")
 }
 
 type fakeLog struct {

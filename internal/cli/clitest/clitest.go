@@ -8,6 +8,8 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -85,4 +87,45 @@ func Parse(c *cobra.Command, args ...string) error {
 	c.SetErr(io.Discard)
 	c.SilenceErrors, c.SilenceUsage = true, true
 	return c.Execute()
+}
+
+// FlagCase is a command line and what it must parse to: the options (their
+// dependencies aside), or, when Code is not 0, the exit code of its error.
+type FlagCase[O any] struct {
+	Args []string
+	Want O
+	Code int
+}
+
+// CheckFlags parses each case's command line with the command newCmd makes
+// around a run hook, and checks the exit code or the options the hook got.
+// The options' dependencies — their func, interface and pointer fields —
+// must all be set by the constructor, but for those named in optional
+// (which default when nil), and are then left out of the comparison.
+func CheckFlags[O any](t *testing.T, newCmd func(runF func(*O) error) *cobra.Command, cases []FlagCase[O], optional ...string) {
+	t.Helper()
+	for _, tc := range cases {
+		var got *O
+		err := Parse(newCmd(func(o *O) error { got = o; return nil }), tc.Args...)
+		if code := cmdutil.ExitCode(err); code != tc.Code {
+			t.Errorf("%q: exit %d (%v), want %d", tc.Args, code, err, tc.Code)
+			continue
+		}
+		if tc.Code != 0 {
+			continue
+		}
+		v := reflect.ValueOf(got).Elem()
+		for i := range v.NumField() {
+			switch f := v.Field(i); f.Kind() {
+			case reflect.Func, reflect.Interface, reflect.Pointer:
+				if name := v.Type().Field(i).Name; f.IsNil() && !slices.Contains(optional, name) {
+					t.Errorf("%q: the constructor left %s unset", tc.Args, name)
+				}
+				f.SetZero()
+			}
+		}
+		if !reflect.DeepEqual(*got, tc.Want) {
+			t.Errorf("%q: options %+v, want %+v", tc.Args, *got, tc.Want)
+		}
+	}
 }

@@ -8,11 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/demo"
@@ -23,38 +23,16 @@ import (
 )
 
 func TestFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want DemoOptions
-		code int
-	}{
-		{args: nil, want: DemoOptions{}},
-		{args: []string{"--keep"}, want: DemoOptions{Keep: true}},
-		{args: []string{"--json"}, want: DemoOptions{JSON: true}},
-		{args: []string{"--home", "/tmp/d", "--keep"}, want: DemoOptions{Home: "/tmp/d", Keep: true}},
-		{args: []string{"now"}, code: cmdutil.ExitUsage},
-		{args: []string{"--frob"}, code: cmdutil.ExitUsage},
+	clitest.CheckFlags(t, func(runF func(*DemoOptions) error) *cobra.Command { return NewCmdDemo(clitest.Factory(), runF) }, []clitest.FlagCase[DemoOptions]{
+		{Args: nil, Want: DemoOptions{}},
+		{Args: []string{"--keep"}, Want: DemoOptions{Keep: true}},
+		{Args: []string{"--json"}, Want: DemoOptions{JSON: true}},
+		{Args: []string{"--home", "/tmp/d", "--keep"}, Want: DemoOptions{Home: "/tmp/d", Keep: true}},
+		{Args: []string{"now"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"--frob"}, Code: cmdutil.ExitUsage},
 		// It has no daemon to skip.
-		{args: []string{"--no-daemon"}, code: cmdutil.ExitUsage},
-	} {
-		f := clitest.Factory()
-		var got *DemoOptions
-		err := clitest.Parse(NewCmdDemo(f, func(o *DemoOptions) error { got = o; return nil }), tc.args...)
-		if code := cmdutil.ExitCode(err); code != tc.code {
-			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
-			continue
-		}
-		if tc.code != 0 {
-			continue
-		}
-		if got.Run == nil || got.StartProgress == nil || got.Logger == nil || got.IO == nil {
-			t.Errorf("%q: dependencies not set: %+v", tc.args, got)
-		}
-		got.IO, got.Run, got.StartProgress, got.Logger = nil, nil, nil, nil
-		if !reflect.DeepEqual(*got, tc.want) {
-			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
-		}
-	}
+		{Args: []string{"--no-daemon"}, Code: cmdutil.ExitUsage},
+	})
 }
 
 // fakeTour stands in for demo.Run: it reports the steps the real one

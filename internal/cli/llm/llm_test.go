@@ -4,42 +4,24 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"reflect"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/station"
 )
 
 func TestFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want UsageOptions
-		code int
-	}{
-		{args: nil, want: UsageOptions{Since: 24 * time.Hour}},
-		{args: []string{"--since", "168h", "--json"}, want: UsageOptions{Since: 168 * time.Hour, JSON: true}},
-		{args: []string{"--since", "0s"}, code: cmdutil.ExitUsage},
-		{args: []string{"x"}, code: cmdutil.ExitUsage},
-	} {
-		var got *UsageOptions
-		err := clitest.Parse(NewCmdUsage(clitest.Factory(), func(o *UsageOptions) error { got = o; return nil }), tc.args...)
-		if code := cmdutil.ExitCode(err); code != tc.code {
-			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
-			continue
-		}
-		if tc.code != 0 {
-			continue
-		}
-		got.IO, got.Usage = nil, nil
-		if !reflect.DeepEqual(*got, tc.want) {
-			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
-		}
-	}
+	clitest.CheckFlags(t, func(runF func(*UsageOptions) error) *cobra.Command { return NewCmdUsage(clitest.Factory(), runF) }, []clitest.FlagCase[UsageOptions]{
+		{Args: nil, Want: UsageOptions{Since: 24 * time.Hour}},
+		{Args: []string{"--since", "168h", "--json"}, Want: UsageOptions{Since: 168 * time.Hour, JSON: true}},
+		{Args: []string{"--since", "0s"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"x"}, Code: cmdutil.ExitUsage},
+	}, "Now")
 	if err := clitest.Parse(NewCmdLLM(clitest.Factory()), "usag"); cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), `did you mean "usage"?`) {
 		t.Errorf("llm usag: %v", err)
 	}

@@ -5,40 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 )
 
 func TestFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want RunOptions
-		code int
-	}{
-		{args: []string{"a/b", "greet"}, want: RunOptions{Module: "a/b", Command: "greet"}},
-		{args: []string{"a/b", "greet", "-i", `{"x":1}`, "--compact"}, want: RunOptions{Module: "a/b", Command: "greet", Input: `{"x":1}`, Compact: true}},
-		{args: []string{"a/b", "greet", "--json"}, want: RunOptions{Module: "a/b", Command: "greet", JSON: true}},
-		{args: []string{"a/b"}, code: cmdutil.ExitUsage},
-		{args: []string{"a/b", "greet", "--frob"}, code: cmdutil.ExitUsage},
-	} {
-		var got *RunOptions
-		err := clitest.Parse(NewCmdRun(clitest.Factory(), func(o *RunOptions) error { got = o; return nil }), tc.args...)
-		if code := cmdutil.ExitCode(err); code != tc.code {
-			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
-			continue
-		}
-		if tc.code != 0 {
-			continue
-		}
-		got.IO, got.Caller = nil, nil
-		if !reflect.DeepEqual(*got, tc.want) {
-			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
-		}
-	}
+	clitest.CheckFlags(t, func(runF func(*RunOptions) error) *cobra.Command { return NewCmdRun(clitest.Factory(), runF) }, []clitest.FlagCase[RunOptions]{
+		{Args: []string{"a/b", "greet"}, Want: RunOptions{Module: "a/b", Command: "greet"}},
+		{Args: []string{"a/b", "greet", "-i", `{"x":1}`, "--compact"}, Want: RunOptions{Module: "a/b", Command: "greet", Input: `{"x":1}`, Compact: true}},
+		{Args: []string{"a/b", "greet", "--json"}, Want: RunOptions{Module: "a/b", Command: "greet", JSON: true}},
+		{Args: []string{"a/b"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"a/b", "greet", "--frob"}, Code: cmdutil.ExitUsage},
+	})
 }
 
 type fakeCaller struct {

@@ -4,11 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/spf13/cobra"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/daemon"
@@ -18,30 +18,12 @@ import (
 )
 
 func TestFlags(t *testing.T) {
-	for _, tc := range []struct {
-		args []string
-		want ServeOptions
-		code int
-	}{
-		{args: nil, want: ServeOptions{Addr: DefaultAddr}},
-		{args: []string{"--addr", "127.0.0.1:0", "--demo"}, want: ServeOptions{Addr: "127.0.0.1:0", Demo: true}},
-		{args: []string{"now"}, code: cmdutil.ExitUsage},
-		{args: []string{"--port", "1"}, code: cmdutil.ExitUsage},
-	} {
-		var got *ServeOptions
-		err := clitest.Parse(NewCmdServe(clitest.Factory(), func(o *ServeOptions) error { got = o; return nil }), tc.args...)
-		if code := cmdutil.ExitCode(err); code != tc.code {
-			t.Errorf("%q: exit %d (%v), want %d", tc.args, code, err, tc.code)
-			continue
-		}
-		if tc.code != 0 {
-			continue
-		}
-		got.IO, got.Open, got.StartDemo, got.Logger, got.FileLogger = nil, nil, nil, nil, nil
-		if !reflect.DeepEqual(*got, tc.want) {
-			t.Errorf("%q: options %+v, want %+v", tc.args, *got, tc.want)
-		}
-	}
+	clitest.CheckFlags(t, func(runF func(*ServeOptions) error) *cobra.Command { return NewCmdServe(clitest.Factory(), runF) }, []clitest.FlagCase[ServeOptions]{
+		{Args: nil, Want: ServeOptions{Addr: DefaultAddr}},
+		{Args: []string{"--addr", "127.0.0.1:0", "--demo"}, Want: ServeOptions{Addr: "127.0.0.1:0", Demo: true}},
+		{Args: []string{"now"}, Code: cmdutil.ExitUsage},
+		{Args: []string{"--port", "1"}, Code: cmdutil.ExitUsage},
+	}, "Relay")
 }
 
 // TestServeSaysWhatTheRelayDid: the daemon prints a line when the relay
