@@ -10,39 +10,28 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/cli"
+	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/probe"
 )
 
 // hostileText is what a hostile hub or module puts in every string it
-// supplies: erase the line, return to its start, set the window title
-// (OSC 0 ... BEL), backspace, a right-to-left override, CSI as a C1
-// control, DEL, a byte that is not UTF-8, and a newline and a tab before a
-// line that pretends to be the station's.
-const hostileText = "\x1b[2K\r\x1b]0;pwned\x07\b\u202e\u009b2J\x7f\xff\n\tstation: logged in as root"
+// supplies (clitest.Hostile).
+const hostileText = clitest.Hostile
 
-// terminalSafe fails if out holds a character a terminal would act on (a
-// control character other than the newline, DEL, a C1 control, a line or
-// bidi control, a byte that is not UTF-8), or a line that starts with the
-// hostile text's pretend station line.
+// terminalSafe fails if out holds a character a terminal would act on, or a
+// line that starts with the hostile text's pretend station line. Unlike
+// clitest.CheckPrinted it does not ask for the hostile text to be shown:
+// not every command prints every string the hub sent.
 func terminalSafe(t *testing.T, what, out string) {
 	t.Helper()
-	for i := 0; i < len(out); {
-		r, size := utf8.DecodeRuneInString(out[i:])
-		if r == utf8.RuneError && size <= 1 || r < 0x20 && r != '\n' || r == 0x7f || r >= 0x80 && r < 0xa0 ||
-			r == 0x2028 || r == 0x2029 || r == 0x200e || r == 0x200f || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 {
-			t.Errorf("%s: %q at %d reaches the terminal:\n%q", what, out[i:i+size], i, out)
-			return
-		}
-		i += size
+	if c := clitest.RawControl(out); c != "" {
+		t.Errorf("%s: %s reaches the terminal:\n%q", what, c, out)
 	}
-	for _, l := range strings.Split(out, "\n") {
-		if strings.HasPrefix(l, "station: logged in") {
-			t.Errorf("%s: a line of the hostile text stands on its own:\n%s", what, out)
-		}
+	if clitest.Forged(out) {
+		t.Errorf("%s: a line of the hostile text stands on its own:\n%s", what, out)
 	}
 }
 
