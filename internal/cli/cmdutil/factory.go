@@ -60,6 +60,10 @@ type Factory struct {
 	mu       sync.Mutex
 	stations []*station.Station
 	closers  []io.Closer
+
+	daemonMu    sync.Mutex
+	daemonDone  bool           // Daemon has looked for the daemon
+	daemonFound *daemon.Client // what it found (nil: none, or not to be used)
 }
 
 // New returns a Factory for streams.
@@ -168,6 +172,17 @@ func (f *Factory) fileHandler(home string) slog.Handler {
 // Daemon returns a client of the daemon serving this station home, or nil
 // when none runs or --no-daemon is set: the command then runs in process.
 func (f *Factory) Daemon(ctx context.Context) *daemon.Client {
+	f.daemonMu.Lock()
+	defer f.daemonMu.Unlock()
+	if !f.daemonDone {
+		// Once per command: a command that runs and then reloads dials and
+		// proves the daemon once, and warns about it once.
+		f.daemonFound, f.daemonDone = f.dialDaemon(ctx), true
+	}
+	return f.daemonFound
+}
+
+func (f *Factory) dialDaemon(ctx context.Context) *daemon.Client {
 	if f.NoDaemon || f.IO.Getenv("STATION_NO_DAEMON") != "" {
 		return nil
 	}

@@ -2,6 +2,7 @@ package cmdutil
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,5 +204,20 @@ func TestDecision(t *testing.T) {
 		if got := Decision(r); got != want {
 			t.Errorf("Decision(%+v) = %q, want %q", r, got, want)
 		}
+	}
+}
+
+// TestDaemonLookedForOnce: a command that calls Daemon twice (run, then a
+// reload) looks for the daemon once, and says so once.
+func TestDaemonLookedForOnce(t *testing.T) {
+	var errb bytes.Buffer
+	f := New(IOStreams{Err: &errb})
+	f.Home, f.Verbose = t.TempDir(), true
+	if c := f.Daemon(context.Background()); c != nil {
+		t.Fatal("found a daemon in an empty home")
+	}
+	f.Daemon(context.Background())
+	if n := strings.Count(errb.String(), "running in this process"); n != 1 {
+		t.Errorf("said %d times that no daemon runs:\n%s", n, errb.String())
 	}
 }
