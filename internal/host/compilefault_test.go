@@ -24,3 +24,29 @@ func TestCompileChildFaultIsTheMemoryBound(t *testing.T) {
 		}
 	}
 }
+
+// TestLinearMemoryNeverHoldsMoreThanItsLimit: the buffer grows
+// geometrically but its capacity stays within the limit, and a grow past
+// the limit is refused and remembered.
+func TestLinearMemoryNeverHoldsMoreThanItsLimit(t *testing.T) {
+	const page, limit = 65536, 10 * 65536
+	l := &linearMemory{limit: limit}
+	for size := uint64(page); size <= limit; size += page {
+		b := l.Reallocate(size)
+		if uint64(len(b)) != size || uint64(cap(b)) > limit {
+			t.Fatalf("grow to %d: len %d cap %d, limit %d", size, len(b), cap(b), limit)
+		}
+		for i := range b {
+			if b[i] != 0 && i >= int(size-page) {
+				t.Fatalf("grow to %d: byte %d not zero", size, i)
+			}
+		}
+		if size > page && b[size-page-1] != 1 {
+			t.Fatalf("grow to %d lost what the memory held", size)
+		}
+		b[size-1] = 1 // kept by the next grow
+	}
+	if b := l.Reallocate(limit + page); b != nil || l.refused != limit+page {
+		t.Errorf("grow past the limit: %d bytes, refused %d", len(b), l.refused)
+	}
+}

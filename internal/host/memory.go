@@ -43,7 +43,12 @@ func (l *linearMemory) Reallocate(size uint64) []byte {
 		l.buf = l.buf[:size]
 		return l.buf
 	}
-	l.buf = append(l.buf, make([]byte, int(size)-len(l.buf))...)
+	// Grow the capacity geometrically, as append would, but never past the
+	// limit: append's growth could hold up to twice the limit in host
+	// memory for a module that is allowed only the limit.
+	buf := make([]byte, size, min(max(size, 2*uint64(cap(l.buf))), l.limit))
+	copy(buf, l.buf)
+	l.buf = buf
 	return l.buf
 }
 
