@@ -57,6 +57,17 @@ const (
 	CodeLockfileInvalid  Code = 1408
 	CodeInviteNotFound   Code = 1409
 
+	CodeReportNotFound       Code = 1600
+	CodeTargetNotFound       Code = 1601
+	CodeReportInvalid        Code = 1602
+	CodeStateChangeInvalid   Code = 1603
+	CodeFixedVersionNotFound Code = 1604
+	CodeNotMaintainer        Code = 1605
+	CodeAwardRefused         Code = 1606
+	CodeAdvisoryNotFound     Code = 1607
+	CodeReleaseExists        Code = 1608
+	CodeNotAdmin             Code = 1609
+
 	CodeInternal Code = 1500
 )
 
@@ -107,6 +118,17 @@ var codes = map[Code]codeInfo{
 	CodeRevisionConflict: {"revision_conflict", http.StatusConflict, "the lockfile changed since the base revision: pull, merge and push again"},
 	CodeLockfileInvalid:  {"lockfile_invalid", http.StatusUnprocessableEntity, "the lockfile is not valid or names a module version the hub does not have"},
 	CodeInviteNotFound:   {"invite_not_found", http.StatusNotFound, "the team has no pending invite with this id (used, revoked or expired)"},
+
+	CodeReportNotFound:       {"report_not_found", http.StatusNotFound, "no such report, or the account may not read it (a private report is read only by its reporter, the target's owners and the hub's admins)"},
+	CodeTargetNotFound:       {"target_not_found", http.StatusNotFound, "the target is neither a module on the hub nor \"station\""},
+	CodeReportInvalid:        {"report_invalid", http.StatusUnprocessableEntity, "a field of the report, comment or advisory is missing, too long or not well formed (title, severity, CWE, version range)"},
+	CodeStateChangeInvalid:   {"state_change_invalid", http.StatusConflict, "the report's state does not allow this change (the allowed ones are in docs/security-reports.md)"},
+	CodeFixedVersionNotFound: {"fixed_version_not_found", http.StatusUnprocessableEntity, "the fixed-in version is not published on the hub (or is yanked), or is not a recorded station release"},
+	CodeNotMaintainer:        {"not_maintainer", http.StatusForbidden, "only the target's owner (for the station: a hub admin) may triage, award or publish"},
+	CodeAwardRefused:         {"award_refused", http.StatusConflict, "credits go only to the reporter of a confirmed or fixed report, and never to the account awarding them"},
+	CodeAdvisoryNotFound:     {"advisory_not_found", http.StatusNotFound, "no such advisory"},
+	CodeReleaseExists:        {"release_exists", http.StatusConflict, "the station release is recorded already"},
+	CodeNotAdmin:             {"not_admin", http.StatusForbidden, "only a hub admin may do this"},
 
 	CodeInternal: {"internal", http.StatusInternalServerError, "the hub failed; its log has the detail under the request id the message names"},
 }

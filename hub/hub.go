@@ -80,6 +80,9 @@ type Limits struct {
 type Account struct {
 	Name      string    `json:"name"`
 	CreatedAt time.Time `json:"created_at"`
+	// Admin is set on the hub's admins: they read and triage every report,
+	// triage the station's own, and record station releases.
+	Admin bool `json:"admin,omitempty"`
 }
 
 // Token describes an API token. The secret itself is shown once, in
@@ -311,6 +314,12 @@ const (
 	EventMemberRemoved   = "team.member.removed"
 	EventMemberRole      = "team.member.role"
 	EventLockfilePushed  = "team.lockfile"
+	// Advisory events are public: an advisory was published, changed (a
+	// fix recorded, a report made public) or withdrawn. Advisory names it;
+	// GET /v1/advisories/{id} has it as it is now.
+	EventAdvisoryPublished = "advisory.published"
+	EventAdvisoryUpdated   = "advisory.updated"
+	EventAdvisoryWithdrawn = "advisory.withdrawn"
 )
 
 // Event is one entry of the hub's event log. Seq orders the log and is the
@@ -337,4 +346,7 @@ type Event struct {
 	Revision int64  `json:"revision,omitempty"`
 	KeyID    string `json:"key_id,omitempty"`
 	Reason   string `json:"reason,omitempty"`
+	// Advisory is the advisory id of an advisory event (Module is its
+	// target: a module id or Product).
+	Advisory string `json:"advisory,omitempty"`
 }
