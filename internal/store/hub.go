@@ -244,6 +244,7 @@ func (s *Store) PutHubOrigin(ctx context.Context, o HubOrigin) error {
 			o.Module, o.HubURL, o.Version, o.ManifestDigest, o.WasmDigest, o.KeyID, o.Team, at)
 		return err
 	})
+	s.changed()
 	if err != nil {
 		return fmt.Errorf("record origin of %s: %w", o.Module, err)
 	}
@@ -256,6 +257,7 @@ func (s *Store) DeleteHubOrigin(ctx context.Context, module string) error {
 		_, err := tx.ExecContext(ctx, `DELETE FROM hub_origins WHERE module = ?`, module)
 		return err
 	})
+	s.changed()
 	if err != nil {
 		return fmt.Errorf("forget origin of %s: %w", module, err)
 	}

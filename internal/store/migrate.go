@@ -37,6 +37,12 @@ import (
 //     be pinned. See hub.go.
 //   - 8: modules.source (the directory a module was installed from, for
 //     `module show`), empty for a module installed before. See modules.go.
+//   - 9: hub_advisories (the OSV advisories each hub published, as
+//     received), hub_yanks (the versions each hub yanked: a row means
+//     yanked), advisory_allows (the operator's allowances to run a module
+//     version an advisory affects) and hub_advisory_feeds (the advisory
+//     feed cursor of each hub, and when it was last read). See
+//     advisories.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -197,11 +203,43 @@ var migrations = []string{
 	CREATE INDEX hub_keys_owner ON hub_keys (owner);`,
 	// 8
 	`ALTER TABLE modules ADD COLUMN source TEXT NOT NULL DEFAULT ''; -- the directory it was installed from, '' if not recorded`,
+	// 9
+	`CREATE TABLE hub_advisories (
+		hub_url   TEXT NOT NULL,    -- the hub that published it
+		id        TEXT NOT NULL,    -- STATION-YYYY-NNNN
+		target    TEXT NOT NULL,    -- the module id or 'station' it is about (its first affected package)
+		data      BLOB NOT NULL,    -- JSON of the hub.OSV record
+		modified  INTEGER NOT NULL, -- Unix nanoseconds, UTC: OSV modified
+		withdrawn INTEGER NOT NULL DEFAULT 0, -- Unix nanoseconds, UTC; 0 while in force
+		PRIMARY KEY (hub_url, id)
+	) STRICT;
+	CREATE INDEX hub_advisories_target ON hub_advisories (target);
+	CREATE TABLE hub_yanks (
+		hub_url   TEXT NOT NULL,
+		module    TEXT NOT NULL,
+		version   TEXT NOT NULL,
+		reason    TEXT NOT NULL,
+		yanked_at INTEGER NOT NULL, -- Unix nanoseconds, UTC
+		PRIMARY KEY (hub_url, module, version)
+	) STRICT;
+	CREATE TABLE advisory_allows (
+		module     TEXT NOT NULL,
+		version    TEXT NOT NULL,
+		advisory   TEXT NOT NULL,   -- the advisory id
+		reason     TEXT NOT NULL,   -- why the operator runs it anyway
+		allowed_at INTEGER NOT NULL,
+		PRIMARY KEY (module, version, advisory)
+	) STRICT;
+	CREATE TABLE hub_advisory_feeds (
+		hub_url   TEXT PRIMARY KEY NOT NULL,
+		cursor    INTEGER NOT NULL, -- the feed cursor to read on from
+		synced_at INTEGER NOT NULL  -- Unix nanoseconds, UTC: when a page of it was last stored
+	) STRICT;`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 8
+const SchemaVersion = 9
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {

@@ -56,6 +56,7 @@ func (s *Store) PutModule(ctx context.Context, m Module) error {
 			m.ID, m.Version, m.Digest, blob(m.Manifest), m.WasmPath, blob(m.Approved), at, m.Source)
 		return err
 	})
+	s.changed()
 	if err != nil {
 		return fmt.Errorf("put module %s: %w", m.ID, err)
 	}
@@ -119,6 +120,7 @@ func (s *Store) DeleteModule(ctx context.Context, id string) error {
 		}
 		return nil
 	})
+	s.changed()
 	if err != nil {
 		return fmt.Errorf("delete module %s: %w", id, err)
 	}

@@ -20,6 +20,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/station-dev/station/internal/sqldb"
 )
@@ -35,7 +36,21 @@ const busyTimeout = sqldb.BusyTimeout
 type Store struct {
 	db   *sql.DB
 	path string
+
+	// changes counts the writes to what the station's run gate reads
+	// (Changes).
+	changes atomic.Uint64
 }
+
+// Changes returns a count that grows with every write made through this
+// Store to what the station's run gate reads: installed modules, hub
+// origins, advisories, yanks and advisory allowances. A reader that cached
+// any of them and sees the count move reads them again; writes made by
+// another process (another Store on the same file) do not move it.
+func (s *Store) Changes() uint64 { return s.changes.Load() }
+
+// changed records a write that Changes counts.
+func (s *Store) changed() { s.changes.Add(1) }
 
 // Open opens the database at path, creating it (mode 0600, and its
 // directory, mode 0700) if needed, and migrates it to the current schema.
