@@ -47,6 +47,9 @@ type Config struct {
 	LLM LLM
 	// Install bounds what install accepts and what compiling may cost.
 	Install Install
+	// Advisories says what the station does with a module version a
+	// security advisory affects.
+	Advisories Advisories
 	// File is the path the configuration was read from, or "" when there
 	// was no file and Config holds the defaults.
 	File string
@@ -161,8 +164,8 @@ const (
 )
 
 // Default returns the configuration used when config.yaml does not exist:
-// no resolve overrides, no extra CA, no private ranges granted, and the
-// default limits.
+// no resolve overrides, no extra CA, no private ranges granted, the
+// default limits, and critical advisories block.
 func Default() *Config {
 	return &Config{Limits: Limits{
 		MaxMemory:          DefaultMaxMemory,
@@ -170,7 +173,8 @@ func Default() *Config {
 		DefaultMemory:      DefaultMemory,
 		DefaultTimeout:     DefaultTimeout,
 		DefaultConcurrency: DefaultConcurrency,
-	}, LLM: LLM{Timeout: DefaultLLMTimeout, MaxRetries: DefaultLLMMaxRetries}}
+	}, LLM: LLM{Timeout: DefaultLLMTimeout, MaxRetries: DefaultLLMMaxRetries},
+		Advisories: Advisories{Block: DefaultAdvisoryBlock}}
 }
 
 // Load reads home/config.yaml. A missing file yields Default(); any other

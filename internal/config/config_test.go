@@ -93,7 +93,8 @@ func TestLoadFull(t *testing.T) {
 		Install: Install{MaxModuleSize: 128 << 20, MaxFunctions: 400000, MaxFunctionSize: 16 << 20, MaxLocals: 60000,
 			MaxModuleLocals: 9000000, MaxNesting: 20000, MaxTypes: 200000, MaxImports: 1000, MaxExports: 2000,
 			MaxGlobals: 3000, MaxDataSegments: 4000, CompileTimeout: 5 * time.Minute, CompileMemory: 4 << 30},
-		File: filepath.Join(home, FileName),
+		Advisories: Advisories{Block: "high"},
+		File:       filepath.Join(home, FileName),
 	}
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("Load:\ngot  %+v\nwant %+v", c, want)

@@ -79,6 +79,7 @@ func (d *decoder) config(data []byte) *Config {
 		{"subprocess", func(v *yaml.Node) { d.subprocess(v, &c.Subprocess) }},
 		{"llm", func(v *yaml.Node) { d.llm(v, &c.LLM) }},
 		{"install", func(v *yaml.Node) { d.install(v, &c.Install) }},
+		{"advisories", func(v *yaml.Node) { d.advisories(v, &c.Advisories) }},
 		{"filesystem", func(v *yaml.Node) {
 			d.mapping(v, "filesystem", []field{
 				{"grant", func(v *yaml.Node) {
