@@ -23,6 +23,7 @@ import (
 	"github.com/station-dev/station/internal/cli/hub"
 	"github.com/station-dev/station/internal/cli/llm"
 	"github.com/station-dev/station/internal/cli/module"
+	reportcmd "github.com/station-dev/station/internal/cli/report"
 	"github.com/station-dev/station/internal/cli/run"
 	"github.com/station-dev/station/internal/cli/serve"
 	"github.com/station-dev/station/internal/cli/team"
@@ -123,7 +124,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	v := version.Current()
 	root.Version = v.Version
 	root.SetVersionTemplate(v.String())
-	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), audit.NewCmdAudit(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), llm.NewCmdLLM(f)} {
+	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), audit.NewCmdAudit(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), reportcmd.NewCmdReport(f), llm.NewCmdLLM(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}
@@ -131,6 +132,9 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	cmdutil.HomeFlag(sv, f)
 	// module and hub give the station's flags to the subcommands that use
 	// a station home; demo has a --home of its own.
-	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil))
+	hb, release := hub.NewCmdHub(f), hub.NewCmdRelease(f)
+	cmdutil.StationFlags(release, f) // station hub release uses the station's hub login, as login and key do
+	hb.AddCommand(release)
+	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hb, demo.NewCmdDemo(f, nil))
 	return cmdutil.Group(root)
 }
