@@ -44,8 +44,9 @@ and add to it with 'station report comment ID'.
 The body says what is wrong and what an attacker gains (Markdown is shown as
 it is written); --reproduction-file carries a script, a log or a proof of
 concept. --body-file - and --reproduction-file - read standard input (one of
-them). The body may be at most 64 KiB, the reproduction 256 KiB; a larger
-file is refused here, before anything is sent.
+them). The body may be at most 64 KiB, the reproduction 256 KiB, both UTF-8
+text (CRLF line ends are read as LF); anything else is refused here, before
+anything is sent.
 
 --versions says which versions are affected: FROM (that version and every
 later one) or FROM..TO (FROM to TO, both included); without it, every version.
@@ -97,6 +98,9 @@ func (o *FileOptions) check() error {
 	}
 	if len(o.Title) > hub.MaxTitleBytes || strings.ContainsAny(o.Title, "\r\n") {
 		return cmdutil.Usagef("--title must be one line of at most %d bytes (got %d); the detail goes in the body", hub.MaxTitleBytes, len(o.Title))
+	}
+	if _, err := checkText("--title", "a title", o.Title, false); err != nil {
+		return cmdutil.UsageError{Err: err}
 	}
 	if err := o.Body.check("body", true); err != nil {
 		return err

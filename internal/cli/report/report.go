@@ -155,8 +155,8 @@ func version(flag, s string) (string, error) {
 }
 
 // readText reads the text a flag names: the file at path, or standard
-// input for "-". A file larger than max, or not UTF-8 text, is an error
-// before anything is sent: the hub would refuse it.
+// input for "-", as checkText takes it. A file larger than max, or that is
+// not text the hub takes, is an error before anything is sent.
 func readText(stdin io.Reader, flag, path, what string, max int) (string, error) {
 	var r io.Reader = stdin
 	name := "standard input"
@@ -175,10 +175,39 @@ func readText(stdin io.Reader, flag, path, what string, max int) (string, error)
 	if len(b) > max {
 		return "", fmt.Errorf("%s: %s is larger than %s, the most %s may be on the hub: shorten it", flag, name, yamlx.FormatSize(uint64(max)), what)
 	}
-	if !utf8.Valid(b) {
-		return "", fmt.Errorf("%s: %s is not UTF-8 text (%s is text; attach a binary as a base64 or hex dump)", flag, name, what)
+	return checkText(flag+": "+name, what, string(b), true)
+}
+
+// checkText returns s as the hub takes a text: UTF-8, without control or
+// formatting characters (but, in a multiline text, newlines and tabs).
+// CRLF line ends, as an editor on Windows writes them, are read as LF; any
+// other character the hub would refuse is an error that says where it is.
+func checkText(where, what, s string, multiline bool) (string, error) {
+	if !utf8.ValidString(s) {
+		return "", fmt.Errorf("%s is not UTF-8 text (%s is text: attach a binary as a base64 or hex dump)", where, what)
 	}
-	return string(b), nil
+	if multiline {
+		s = strings.ReplaceAll(s, "\r\n", "\n")
+	}
+	line := 1
+	for _, r := range s {
+		switch {
+		case r == '\n' && multiline:
+			line++
+		case r == '\t' && multiline:
+		case unsafeRune(r):
+			return "", fmt.Errorf("%s: line %d holds %U, a control or formatting character the hub refuses in %s (only newlines and tabs may be in a text)", where, line, r, what)
+		}
+	}
+	return s, nil
+}
+
+// unsafeRune reports the characters the hub refuses in a report's text:
+// control and formatting characters that could rewrite what a terminal
+// shows (those cmdutil.TermText escapes).
+func unsafeRune(r rune) bool {
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 ||
+		r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
 }
 
 // textFlag is a text given inline (--body) or as a file (--body-file).
@@ -203,7 +232,7 @@ func (t textFlag) read(stdin io.Reader, name, what string, max int) (string, err
 		if len(t.Text) > max {
 			return "", fmt.Errorf("--%s is larger than %s, the most %s may be on the hub: shorten it", name, yamlx.FormatSize(uint64(max)), what)
 		}
-		return t.Text, nil
+		return checkText("--"+name, what, t.Text, true)
 	}
 	s, err := readText(stdin, "--"+name+"-file", t.File, what, max)
 	if err == nil && strings.TrimSpace(s) == "" {

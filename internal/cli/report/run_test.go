@@ -206,6 +206,7 @@ func TestFileRefusedBeforeAnyRequest(t *testing.T) {
 	bigRepro := write("big.log", bytes.Repeat([]byte("a"), hub.MaxReproductionBytes+1))
 	binary := write("core", []byte{0x7f, 'E', 'L', 'F', 0xff, 0xfe})
 	empty := write("empty.md", []byte("\n\n"))
+	escape := write("escape.md", []byte("fine\nfine\n\x1b]0;title\x07\n"))
 	base := []string{"file", "--target", "alice/hello", "--title", "t", "--severity", "high"}
 	for _, tc := range []struct {
 		stdin string
@@ -220,6 +221,9 @@ func TestFileRefusedBeforeAnyRequest(t *testing.T) {
 		{"", []string{"--body", "b", "--reproduction-file", filepath.Join(dir, "missing.sh")}, "--reproduction-file: open"},
 		{"", []string{"--body-file", binary}, "is not UTF-8 text"},
 		{"", []string{"--body-file", empty}, "is empty"},
+		{"", []string{"--body-file", escape}, "line 3 holds U+001B, a control or formatting character the hub refuses"},
+		{"", []string{"--body", "a\u202eb"}, "--body: line 1 holds U+202E"},
+		{"a\rb", []string{"--body", "b", "--reproduction-file", "-"}, "holds U+000D"},
 		{"", []string{"--body-file", dir}, "is a directory"},
 	} {
 		h := newHub(t, map[string]any{"POST /reports": sample()})
@@ -230,6 +234,11 @@ func TestFileRefusedBeforeAnyRequest(t *testing.T) {
 		if len(h.got()) != 0 || h.sessions != 0 {
 			t.Errorf("file %.60q: %d request(s), %d session(s) before the refusal", tc.args, len(h.got()), h.sessions)
 		}
+	}
+	// CRLF line ends are read as LF, tabs kept.
+	h0 := newHub(t, map[string]any{"POST /reports": sample()})
+	if _, _, err := h0.run(t, "a\r\n\tb\r\n", append(base, "--body-file", "-")...); err != nil || h0.got()[0].Body["body"] != "a\n\tb\n" {
+		t.Errorf("a CRLF body: %v, sent %+v", err, h0.got())
 	}
 	// Exactly the bound is sent.
 	h := newHub(t, map[string]any{"POST /reports": sample()})

@@ -144,6 +144,13 @@ func (o *TriageOptions) check(awarded bool) error {
 	case len(o.Comment) > hub.MaxCommentBytes:
 		return cmdutil.Usagef("--comment is longer than %d bytes; put the detail in a comment: station report comment %s --body-file FILE", hub.MaxCommentBytes, o.ID)
 	}
+	var err error
+	if o.Comment, err = checkText("--comment", "a comment", o.Comment, true); err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
+	if _, err := checkText("--reason", "an award's reason", o.Reason, false); err != nil {
+		return cmdutil.UsageError{Err: err}
+	}
 	if o.State == "" && o.Severity.Level == "" && !awarded && !o.Advisory && !o.Publish {
 		if o.Comment != "" {
 			return cmdutil.Usagef("--comment is the note of a change, and nothing changes: pass --state, --severity, --award, --advisory or --publish with it, or comment with: station report comment %s --body TEXT", o.ID)
