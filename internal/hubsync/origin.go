@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
-	"strings"
 
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/station"
@@ -25,7 +23,7 @@ const (
 
 // installDirPrefix names the temporary directories of the station home a
 // hub install writes a verified bundle to before station.Install reads it.
-const installDirPrefix = ".hub-install-"
+const installDirPrefix = station.HubInstallDirPrefix
 
 // Origin says where an installed module came from.
 type Origin struct {
@@ -60,16 +58,10 @@ func OriginOf(ctx context.Context, st *station.Station, rec store.Module) (Origi
 }
 
 // installedFromHub reports whether the installed module rec is the version its hub
-// origin o records.
+// origin o records (station.InstalledFromHub, which the advisory gate
+// asks too).
 func installedFromHub(st *station.Station, rec store.Module, o store.HubOrigin) bool {
-	if !sameVersion(rec, o) {
-		return false
-	}
-	if rec.Source == "" {
-		return true // installed before schema 8: the origin is all there is
-	}
-	home, err := filepath.Abs(st.Home)
-	return err == nil && filepath.Dir(rec.Source) == home && strings.HasPrefix(filepath.Base(rec.Source), installDirPrefix)
+	return sameVersion(rec, o) && st.InstalledFromHub(rec, o)
 }
 
 // installedFromHere reports whether the installed module rec came from

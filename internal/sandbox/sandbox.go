@@ -23,13 +23,20 @@ import (
 // Capability names one gated kind of operation.
 type Capability string
 
-// The capabilities a module can be granted.
+// The capabilities a module can be granted (and Advisory, which is never
+// granted: the station decides it).
 const (
 	Network    Capability = "network"
 	Filesystem Capability = "filesystem"
 	Subprocess Capability = "subprocess"
 	LLM        Capability = "llm"  // completions from the station's LLM (requires.llm)
 	Host       Capability = "host" // the host boundary itself: bad pointers, oversized arguments
+	// Advisory is the station's advisory gate, which no manifest asks
+	// for: a call of a module version a security advisory of its hub
+	// affects (refused at or above advisories.block; run with a warning
+	// below it, when the operator allowed it, or when the version is
+	// yanked). The target is the advisory id, or "yank".
+	Advisory Capability = "advisory"
 )
 
 // Decision is one allow or deny made by a gate.

@@ -23,8 +23,11 @@ func (e notInstalledError) Is(target error) bool { return target == store.ErrNot
 // the next call loads the module from the store again, checking its approval
 // and digest afresh. Calls in flight finish under the old copy. A daemon is
 // asked to do this when another process installed, upgraded or removed the
-// module.
+// module. What the advisory gate knows is looked up afresh too
+// (AdvisoriesChanged): the other process may have changed the module's
+// version, its origin or the operator's allowances.
 func (s *Station) Reload(ctx context.Context, id string) error {
+	s.AdvisoriesChanged()
 	unlock := s.lockModule(id)
 	defer unlock()
 	if err := s.Host.Unload(ctx, id); err != nil && !errors.Is(err, host.ErrUnknownModule) {

@@ -64,6 +64,8 @@ type Station struct {
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // per module id: serializes load, install and remove
+
+	adv advisoryGate // the run gate of security advisories (advisories.go)
 }
 
 // lockModule serializes load, install and remove of one module id, so a lazy
@@ -190,7 +192,14 @@ func (s *Station) Close(ctx context.Context) error {
 
 // Run runs a module command through the host's dispatch entry point, loading
 // the module from the store first if this process has not loaded it yet.
+// It is the one entry point of every module call (the CLI, the daemon,
+// workflow steps), and it first asks the advisory gate: a version that an
+// advisory at or above advisories.block affects, and that the operator did
+// not allow, is refused with an *AdvisoryError (advisories.go).
 func (s *Station) Run(ctx context.Context, id, command string, input []byte) ([]byte, error) {
+	if err := s.gateAdvisories(ctx, id, command); err != nil {
+		return nil, err
+	}
 	if s.Host.Module(id) == nil {
 		if err := s.load(ctx, id); err != nil {
 			return nil, err
