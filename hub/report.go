@@ -95,6 +95,9 @@ const (
 	ReportCredit    = "credit"
 	ReportPublished = "published"
 	ReportAdvisory  = "advisory"
+	// ReportSeverity is a maintainer's change of the severity (Severity
+	// is the new one).
+	ReportSeverity = "severity"
 )
 
 // ReportEvent is one entry of a report's thread: who did what, when, and
@@ -120,6 +123,8 @@ type ReportEvent struct {
 	Reason  string `json:"reason,omitempty"`
 	// Advisory names the advisory published.
 	Advisory string `json:"advisory,omitempty"`
+	// Severity is the new severity of a severity change.
+	Severity *Severity `json:"severity,omitempty"`
 }
 
 // FileReportRequest is the body of POST /v1/reports.

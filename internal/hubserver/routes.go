@@ -48,6 +48,23 @@ func (s *Server) routes() {
 	s.handle("GET "+v+"/teams/{team}/lockfile", account, s.lockfile)
 	s.handle("PUT "+v+"/teams/{team}/lockfile", endpoint{auth: true, body: s.limits.MaxLockfileBytes}, s.pushLockfile)
 
+	bounded := func(body int64) endpoint { return endpoint{auth: true, body: body} }
+	s.handle("POST "+v+"/reports", bounded(maxReportRequestBytes), s.fileReport)
+	s.handle("GET "+v+"/reports", anyone, s.listReports)
+	s.handle("GET "+v+"/reports/{id}", anyone, s.report)
+	s.handle("POST "+v+"/reports/{id}/comments", bounded(maxNoteRequestBytes), s.comment)
+	s.handle("POST "+v+"/reports/{id}/triage", bounded(maxNoteRequestBytes), s.triage)
+	s.handle("GET "+v+"/accounts/{account}/credits", anyone, s.credits)
+	s.handle("GET "+v+"/credits", anyone, s.hallOfFame)
+	s.handle("POST "+v+"/station/releases", account, s.recordRelease)
+	s.handle("GET "+v+"/station/releases", anyone, s.listReleases)
+
+	s.handle("POST "+v+"/advisories", bounded(maxAdvisoryRequestBytes), s.publishAdvisory)
+	s.handle("GET "+v+"/advisories", anyone, s.listAdvisories)
+	s.handle("GET "+v+"/advisories/feed", anyone, s.advisoryFeed)
+	s.handle("GET "+v+"/advisories/{id}", anyone, s.advisory)
+	s.handle("POST "+v+"/advisories/{id}/withdraw", account, s.withdrawAdvisory)
+
 	s.handle("GET "+v+"/sync", account, s.sync)
 	s.handle("GET "+v+"/events", endpoint{auth: true, stream: true}, s.events)
 

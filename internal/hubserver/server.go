@@ -30,8 +30,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -74,6 +76,11 @@ type Options struct {
 	TokenRecheck time.Duration
 	// InviteTTL is how long an invite code stays valid.
 	InviteTTL time.Duration
+	// PublicURL is the hub's address as stations reach it
+	// ("https://hub.example.com"; what `station hub login --url` is
+	// given). Advisories name it and link published reports under it; a
+	// hub without one leaves both out of them.
+	PublicURL string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -88,6 +95,7 @@ type Server struct {
 	heartbeat time.Duration
 	recheck   time.Duration
 	inviteTTL time.Duration
+	publicURL string // without a trailing slash; "" when not known
 	now       func() time.Time
 
 	mux     *http.ServeMux
@@ -116,6 +124,13 @@ func New(o Options) (*Server, error) {
 		streams: map[string]int{}, live: map[*stream]struct{}{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if o.PublicURL != "" {
+		u, err := url.Parse(o.PublicURL)
+		if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+			return nil, fmt.Errorf("hub server: public URL %q: want an absolute http or https URL without credentials, query or fragment (https://hub.example.com)", o.PublicURL)
+		}
+		s.publicURL = strings.TrimRight(u.String(), "/")
 	}
 	if s.now == nil {
 		s.now = time.Now

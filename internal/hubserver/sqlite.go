@@ -39,6 +39,9 @@ var _ Store = (*SQLite)(nil)
 //   - 2: invites.id, the name an owner lists and revokes an invite by
 //     (invites of schema 1 get the first 8 bytes of their hash, in hex);
 //     invites indexed by team and by creator.
+//   - 3: security reports: accounts.admin; reports, their threads
+//     (report_events), credits, station_releases and advisories (OSV
+//     records); events indexed by kind, for the advisory feed.
 var sqliteMigrations = []string{
 	`CREATE TABLE accounts (
 		name       TEXT PRIMARY KEY NOT NULL,
@@ -123,6 +126,69 @@ var sqliteMigrations = []string{
 	UPDATE invites SET id = lower(hex(substr(hash, 1, 8)));
 	CREATE UNIQUE INDEX invites_team_id ON invites (team, id);
 	CREATE INDEX invites_creator ON invites (team, created_by);`,
+	`ALTER TABLE accounts ADD COLUMN admin INTEGER NOT NULL DEFAULT 0 CHECK (admin IN (0, 1));
+	CREATE TABLE reports (
+		id            TEXT PRIMARY KEY NOT NULL, -- R- and 12 random characters
+		target        TEXT NOT NULL,             -- a module id, or 'station'
+		owner         TEXT NOT NULL,             -- the target's owner; '' for the station (admins only)
+		introduced    TEXT NOT NULL,             -- '' when not given (as every optional text below)
+		last_affected TEXT NOT NULL,
+		title         TEXT NOT NULL,
+		body          TEXT NOT NULL,
+		cwe           TEXT NOT NULL,
+		severity_level TEXT NOT NULL CHECK (severity_level IN ('low', 'medium', 'high', 'critical')),
+		severity_cvss TEXT NOT NULL,
+		reproduction  TEXT NOT NULL,
+		state         TEXT NOT NULL CHECK (state IN ('new', 'triaged', 'confirmed', 'fixed', 'duplicate', 'wontfix', 'invalid')),
+		reporter      TEXT NOT NULL REFERENCES accounts (name),
+		fixed_in      TEXT NOT NULL,
+		duplicate_of  TEXT NOT NULL,
+		advisory      TEXT NOT NULL,
+		published_at  INTEGER,                   -- NULL while private
+		created_at    INTEGER NOT NULL,
+		updated_at    INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX reports_created ON reports (created_at, id);
+	CREATE INDEX reports_target ON reports (target, created_at);
+	CREATE INDEX reports_owner ON reports (owner, created_at);
+	CREATE INDEX reports_reporter ON reports (reporter, created_at);
+	-- A report's thread; seq counts within the report, so that a reader of
+	-- one report learns nothing of the activity of others.
+	CREATE TABLE report_events (
+		report TEXT NOT NULL REFERENCES reports (id),
+		seq    INTEGER NOT NULL,
+		kind   TEXT NOT NULL,
+		actor  TEXT NOT NULL,
+		time   INTEGER NOT NULL,
+		data   BLOB NOT NULL, -- JSON hub.ReportEvent without seq
+		PRIMARY KEY (report, seq)
+	) STRICT;
+	CREATE TABLE credits (
+		report     TEXT NOT NULL REFERENCES reports (id),
+		account    TEXT NOT NULL REFERENCES accounts (name),
+		amount     INTEGER NOT NULL CHECK (amount > 0),
+		reason     TEXT NOT NULL,
+		awarded_by TEXT NOT NULL,
+		time       INTEGER NOT NULL
+	) STRICT;
+	CREATE INDEX credits_account ON credits (account, time);
+	CREATE INDEX credits_report ON credits (report);
+	CREATE TABLE station_releases (
+		version     TEXT PRIMARY KEY NOT NULL,
+		recorded_by TEXT NOT NULL,
+		recorded_at INTEGER NOT NULL
+	) STRICT;
+	CREATE TABLE advisories (
+		id        TEXT PRIMARY KEY NOT NULL, -- STATION-YEAR-NUMBER
+		target    TEXT NOT NULL,
+		data      BLOB NOT NULL,             -- JSON hub.OSV, without the hub's URL (the server adds it)
+		modified  INTEGER NOT NULL,
+		withdrawn INTEGER,
+		report    TEXT NOT NULL              -- '' for an advisory written directly
+	) STRICT;
+	CREATE INDEX advisories_target ON advisories (target, id);
+	CREATE UNIQUE INDEX advisories_report ON advisories (report) WHERE report != '';
+	CREATE INDEX events_kind ON events (kind, seq);`,
 }
 
 // OpenSQLite opens (creating it, mode 0600, if needed) the hub database at
@@ -213,14 +279,26 @@ func (s *SQLite) CreateAccount(ctx context.Context, name string, at time.Time) (
 
 func (s *SQLite) Account(ctx context.Context, name string) (hub.Account, error) {
 	var at int64
-	err := s.db.QueryRowContext(ctx, `SELECT created_at FROM accounts WHERE name = ?`, name).Scan(&at)
+	var admin bool
+	err := s.db.QueryRowContext(ctx, `SELECT created_at, admin FROM accounts WHERE name = ?`, name).Scan(&at, &admin)
 	if errors.Is(err, sql.ErrNoRows) {
 		return hub.Account{}, ErrNotFound
 	}
 	if err != nil {
 		return hub.Account{}, fmt.Errorf("read account: %w", err)
 	}
-	return hub.Account{Name: name, CreatedAt: sqldb.FromNanos(at)}, nil
+	return hub.Account{Name: name, CreatedAt: sqldb.FromNanos(at), Admin: admin}, nil
+}
+
+func (s *SQLite) SetAdmin(ctx context.Context, name string, admin bool) error {
+	res, err := s.db.ExecContext(ctx, `UPDATE accounts SET admin = ? WHERE name = ?`, admin, name)
+	if err != nil {
+		return fmt.Errorf("set admin: %w", err)
+	}
+	if n, _ := res.RowsAffected(); n == 0 {
+		return ErrNotFound
+	}
+	return nil
 }
 
 func (s *SQLite) AddToken(ctx context.Context, t Token) error {

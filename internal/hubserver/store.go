@@ -30,14 +30,25 @@ import (
 //     equal semver precedence), a lockfile push applies only on top of its
 //     base revision, a team always keeps an owner, only an owner changes a
 //     team, an invite is used once and only while its creator is an owner
-//     (losing the role deletes its invites).
-//   - Errors are, or wrap, the sentinel errors below (or *ConflictError);
-//     the server maps them to wire codes.
+//     (losing the role deletes its invites); a private report is read,
+//     commented and triaged only by its reporter, the target's owner and
+//     the hub's admins (for anyone else it does not exist), triaged only by
+//     the target's owner or an admin (for the station: an admin), along
+//     hub.ReportTransitions only, and everything one triage asks for
+//     applies together or not at all; a report's thread and an advisory
+//     change only with the thread event and hub event that record it.
+//   - Errors are, or wrap, the sentinel errors below (or *ConflictError,
+//     or a *RuleError that wraps one and says why); the server maps them
+//     to wire codes.
 type Store interface {
 	// CreateAccount creates an account. ErrExists if the name is taken.
 	CreateAccount(ctx context.Context, name string, at time.Time) (hub.Account, error)
-	// Account returns an account. ErrNotFound if there is none.
+	// Account returns an account, with whether it is an admin.
+	// ErrNotFound if there is none.
 	Account(ctx context.Context, name string) (hub.Account, error)
+	// SetAdmin makes an account one of the hub's admins (admin true) or
+	// not, for the operator. ErrNotFound if there is no such account.
+	SetAdmin(ctx context.Context, name string, admin bool) error
 
 	// AddToken records a token (its hash only). ErrNotFound if the account
 	// does not exist.
@@ -129,6 +140,84 @@ type Store interface {
 	// *ConflictError if the team's revision is not base.
 	PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error)
 
+	// FileReport stores a new report (r's ID, target, fields, reporter
+	// and CreatedAt; its state is new) with its filed thread event.
+	// ErrNoTarget unless r.Target is hub.Product or a module on the hub;
+	// ErrExists if the id is taken.
+	FileReport(ctx context.Context, r hub.Report) (hub.Report, error)
+	// Report returns a report with its thread, as viewer ("" for no
+	// account) sees it: without the reproduction unless viewer is the
+	// reporter, the target's owner or an admin. ErrNotFound if there is
+	// none or viewer may not read it: the same error.
+	Report(ctx context.Context, id, viewer string) (hub.Report, error)
+	// Reports lists the reports f.Viewer may read that match f, newest
+	// first, without their body, reproduction and thread.
+	Reports(ctx context.Context, f ReportFilter) ([]hub.Report, error)
+	// CommentReport appends ev (a comment: Comment and VerifiedIn) to the
+	// thread of report id as actor, and returns the report as actor sees
+	// it. ErrNotFound as Report; ErrNotMaintainer if actor may read the
+	// report but is neither its reporter, the target's owner nor an
+	// admin; ErrNoVersion if ev.VerifiedIn is not a version of the
+	// module (or a recorded station release); ErrReportInvalid if the
+	// thread is full.
+	CommentReport(ctx context.Context, id, actor string, ev hub.ReportEvent) (hub.Report, error)
+	// TriageReport applies req to report id as actor — the state change
+	// with what goes with it, the severity, the award, the advisory and
+	// the publication, together or not at all — appends one thread event
+	// for each part, and returns the report and the hub events appended
+	// (advisory.published or advisory.updated). A report with an
+	// advisory that is not withdrawn gets it updated with the change
+	// (the fixed version, the severity, the report made public).
+	// ErrNotFound as Report; ErrNotMaintainer unless actor is the
+	// target's owner or an admin (for hub.Product: an admin);
+	// ErrStateChange for a state change that is not in
+	// hub.ReportTransitions, and for an advisory on a report that is not
+	// confirmed or fixed; ErrFixedVersion if req.FixedIn is not a
+	// published, not yanked version of the module (or a recorded station
+	// release); ErrReportInvalid if it is not above the report's
+	// introduced version, or if req.DuplicateOf is not another report of
+	// the same target; ErrAwardRefused for an award on a report that is
+	// not (or does not become) confirmed or fixed, or by its reporter.
+	TriageReport(ctx context.Context, id, actor string, req hub.TriageRequest, at time.Time) (hub.Report, []hub.Event, error)
+	// Credits returns an account's credit balance and its awards, newest
+	// first. Until its report is published, an award shows only its
+	// amount and time: its report, target, reason and awarder are left
+	// out. ErrNotFound if there is no such account.
+	Credits(ctx context.Context, account string) (hub.Credits, error)
+	// HallOfFame returns up to limit reporters by credits, highest first,
+	// ties by name.
+	HallOfFame(ctx context.Context, limit int) ([]hub.Reporter, error)
+
+	// RecordRelease records a release of the station. ErrNotAdmin unless
+	// actor is an admin; ErrExists if it, or a version of equal
+	// precedence, is recorded.
+	RecordRelease(ctx context.Context, version, actor string, at time.Time) (hub.Release, error)
+	// Releases lists the recorded station releases, highest first.
+	Releases(ctx context.Context) ([]hub.Release, error)
+
+	// PublishAdvisory stores an advisory the target's maintainer wrote
+	// directly (no report), gives it the next id of at's year and
+	// appends advisory.published. ErrNoTarget, ErrNotMaintainer and
+	// ErrFixedVersion as TriageReport; ErrNoAccount if a credited account
+	// does not exist.
+	PublishAdvisory(ctx context.Context, req hub.AdvisoryRequest, actor string, at time.Time) (hub.OSV, hub.Event, error)
+	// Advisory returns an advisory as stored (without the hub's URL).
+	// ErrNotFound if there is none.
+	Advisory(ctx context.Context, id string) (hub.OSV, error)
+	// Advisories lists every advisory of target, withdrawn ones included,
+	// oldest first.
+	Advisories(ctx context.Context, target string) ([]hub.OSV, error)
+	// WithdrawAdvisory withdraws an advisory and appends
+	// advisory.withdrawn (and, for an advisory of a report, an advisory
+	// event to its thread). When it is withdrawn already nothing changes
+	// and the event is nil. ErrNotFound if there is no such advisory;
+	// ErrNotMaintainer as TriageReport.
+	WithdrawAdvisory(ctx context.Context, id, actor, reason string, at time.Time) (hub.OSV, *hub.Event, error)
+	// AdvisoryEvents returns up to limit events after seq after and at
+	// most upTo, in order, of the kinds the advisory feed reads: the
+	// advisory events, module.yanked and module.unyanked.
+	AdvisoryEvents(ctx context.Context, after, upTo int64, limit int) ([]hub.Event, error)
+
 	// EventsFor returns up to limit events after seq after and at most
 	// upTo, in order, that viewer may see: public events, events of the
 	// teams viewer is a member of now, and the events of viewer leaving or
@@ -181,6 +270,19 @@ type Invite struct {
 	ExpiresAt time.Time
 }
 
+// ReportFilter selects the reports Store.Reports lists.
+type ReportFilter struct {
+	// Viewer is the account listing ("" for none): only the reports it may
+	// read are listed.
+	Viewer string
+	// Target and State, if set, list only the reports of that target or
+	// in that state.
+	Target, State string
+	// Mine lists only the reports Viewer filed.
+	Mine          bool
+	Offset, Limit int
+}
+
 // Errors a Store returns. The server maps each to a wire code.
 var (
 	ErrNotFound      = errors.New("not found")
@@ -191,7 +293,36 @@ var (
 	ErrAlreadyMember = errors.New("already a member of the team")
 	ErrInviteInvalid = errors.New("invite is unknown, used, revoked, expired or for another account, or its creator is no longer an owner")
 	ErrNoInvite      = errors.New("no such invite")
+
+	ErrNoTarget      = errors.New("the report target is neither a module on the hub nor the station")
+	ErrNotMaintainer = errors.New("not a maintainer of the report's target")
+	ErrNotAdmin      = errors.New("not a hub admin")
+	ErrStateChange   = errors.New("the report's state does not allow the change")
+	ErrFixedVersion  = errors.New("the fixed-in version is not published, is yanked, or is not a recorded station release")
+	ErrReportInvalid = errors.New("the report, comment or advisory is not valid")
+	ErrAwardRefused  = errors.New("the award is refused")
+	ErrNoVersion     = errors.New("no such version of the report's target")
+	ErrNoAccount     = errors.New("no such account")
 )
+
+// RuleError is a refusal by one of the rules a Store checks in its
+// transaction: Err is the sentinel error of the rule (the server maps it to
+// a wire code), Msg says what was refused and why, for the account that
+// asked.
+type RuleError struct {
+	Err error
+	Msg string
+}
+
+func (e *RuleError) Error() string { return e.Msg }
+
+// Unwrap returns the sentinel error.
+func (e *RuleError) Unwrap() error { return e.Err }
+
+// refuse returns a *RuleError.
+func refuse(err error, format string, args ...any) error {
+	return &RuleError{Err: err, Msg: fmt.Sprintf(format, args...)}
+}
 
 // ConflictError is returned by PushLockfile when the base revision is not
 // the team's current one.

@@ -339,6 +339,159 @@ func storeContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("reports: who reads and triages, all or nothing", func(t *testing.T) {
+		st := setup(t)
+		st.Publish(ctx, version("dave/x", "1.0.0"))
+		st.Publish(ctx, version("dave/x", "1.1.0"))
+		st.SetYanked(ctx, "dave/x", "1.1.0", true, "broken", "dave", at)
+		if err := st.SetAdmin(ctx, "nobody", true); !errors.Is(err, ErrNotFound) {
+			t.Errorf("SetAdmin(nobody) = %v, want ErrNotFound", err)
+		}
+		if _, err := st.CreateAccount(ctx, "root", at); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.SetAdmin(ctx, "root", true); err != nil {
+			t.Fatal(err)
+		}
+		if a, err := st.Account(ctx, "root"); err != nil || !a.Admin {
+			t.Errorf("Account(root) = %+v, %v; want an admin", a, err)
+		}
+		report := func(id, target, reporter string) hub.Report {
+			return hub.Report{ID: id, Target: target, Introduced: "1.0.0", Title: "t", Body: "b", Reproduction: "r",
+				Severity: hub.Severity{Level: hub.SeverityHigh}, Reporter: reporter, CreatedAt: at}
+		}
+		if _, err := st.FileReport(ctx, report("R-aaaaaaaaaaaa", "dave/nope", "erin")); !errors.Is(err, ErrNoTarget) {
+			t.Errorf("FileReport(no such module) = %v, want ErrNoTarget", err)
+		}
+		r, err := st.FileReport(ctx, report("R-aaaaaaaaaaaa", "dave/x", "erin"))
+		if err != nil || r.State != hub.StateNew || len(r.Thread) != 1 || r.Thread[0].Kind != hub.ReportFiled {
+			t.Fatalf("FileReport = %+v, %v", r, err)
+		}
+		if _, err := st.FileReport(ctx, report("R-aaaaaaaaaaaa", "dave/x", "mallory")); !errors.Is(err, ErrExists) {
+			t.Errorf("FileReport(same id) = %v, want ErrExists", err)
+		}
+		last, _ := st.LastSeq(ctx)
+		for _, viewer := range []string{"mallory", ""} {
+			if _, err := st.Report(ctx, r.ID, viewer); !errors.Is(err, ErrNotFound) {
+				t.Errorf("Report as %q = %v, want ErrNotFound", viewer, err)
+			}
+			if rs, _ := st.Reports(ctx, ReportFilter{Viewer: viewer, Limit: 10}); len(rs) != 0 {
+				t.Errorf("Reports as %q = %+v", viewer, rs)
+			}
+		}
+		for _, viewer := range []string{"erin", "dave", "root"} {
+			if got, err := st.Report(ctx, r.ID, viewer); err != nil || got.Reproduction != "r" {
+				t.Errorf("Report as %s = %+v, %v", viewer, got, err)
+			}
+		}
+		if _, err := st.CommentReport(ctx, r.ID, "mallory", hub.ReportEvent{Comment: "hi", Time: at}); !errors.Is(err, ErrNotFound) {
+			t.Errorf("CommentReport by a third party = %v, want ErrNotFound", err)
+		}
+		if _, err := st.CommentReport(ctx, r.ID, "erin", hub.ReportEvent{Comment: "still", VerifiedIn: "2.0.0", Time: at}); !errors.Is(err, ErrNoVersion) {
+			t.Errorf("CommentReport verified in nothing = %v, want ErrNoVersion", err)
+		}
+		for _, tc := range []struct {
+			actor string
+			req   hub.TriageRequest
+			want  error
+		}{
+			{"mallory", hub.TriageRequest{State: hub.StateTriaged}, ErrNotFound},
+			{"erin", hub.TriageRequest{State: hub.StateTriaged}, ErrNotMaintainer},
+			{"dave", hub.TriageRequest{State: hub.StateFixed, FixedIn: "1.0.0"}, ErrStateChange},
+			{"dave", hub.TriageRequest{State: hub.StateTriaged, Award: &hub.Award{Amount: 1, Reason: "x"}}, ErrAwardRefused},
+			{"dave", hub.TriageRequest{State: hub.StateTriaged, Advisory: true}, ErrStateChange},
+			{"dave", hub.TriageRequest{State: hub.StateDuplicate, DuplicateOf: r.ID}, ErrReportInvalid},
+		} {
+			if _, _, err := st.TriageReport(ctx, r.ID, tc.actor, tc.req, at); !errors.Is(err, tc.want) {
+				t.Errorf("TriageReport(%s, %+v) = %v, want %v", tc.actor, tc.req, err, tc.want)
+			}
+		}
+		if got, _ := st.Report(ctx, r.ID, "dave"); got.State != hub.StateNew || len(got.Thread) != 1 {
+			t.Errorf("the refused triages changed the report: %+v", got)
+		}
+		if got, _ := st.LastSeq(ctx); got != last {
+			t.Errorf("a private report appended %d events to the log", got-last)
+		}
+		got, evs, err := st.TriageReport(ctx, r.ID, "dave", hub.TriageRequest{State: hub.StateConfirmed, Award: &hub.Award{Amount: 5, Reason: "x"}, Advisory: true}, at)
+		if err != nil || got.State != hub.StateConfirmed || got.Credits != 5 || got.Advisory == "" || len(evs) != 1 || evs[0].Kind != hub.EventAdvisoryPublished || evs[0].Team != "" {
+			t.Fatalf("TriageReport(confirm) = %+v, %+v, %v", got, evs, err)
+		}
+		for _, fixed := range []string{"1.1.0", "1.2.0"} {
+			if _, _, err := st.TriageReport(ctx, r.ID, "dave", hub.TriageRequest{State: hub.StateFixed, FixedIn: fixed}, at); !errors.Is(err, ErrFixedVersion) {
+				t.Errorf("fixed in %s = %v, want ErrFixedVersion", fixed, err)
+			}
+		}
+		if cr, err := st.Credits(ctx, "erin"); err != nil || cr.Balance != 5 || cr.History[0].Report != "" {
+			t.Errorf("Credits(erin) = %+v, %v", cr, err)
+		}
+		if _, err := st.RecordRelease(ctx, "0.1.0", "dave", at); !errors.Is(err, ErrNotAdmin) {
+			t.Errorf("RecordRelease by a non-admin = %v, want ErrNotAdmin", err)
+		}
+		if _, err := st.RecordRelease(ctx, "0.1.0", "root", at); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := st.RecordRelease(ctx, "0.1.0+b", "root", at); !errors.Is(err, ErrExists) {
+			t.Errorf("RecordRelease of an equal precedence = %v, want ErrExists", err)
+		}
+		a, ev, err := st.WithdrawAdvisory(ctx, got.Advisory, "mallory", "x", at)
+		if !errors.Is(err, ErrNotMaintainer) {
+			t.Errorf("WithdrawAdvisory by a third party = %+v, %+v, %v", a, ev, err)
+		}
+		if a, ev, err := st.WithdrawAdvisory(ctx, got.Advisory, "root", "x", at); err != nil || a.Withdrawn == nil || ev == nil {
+			t.Errorf("WithdrawAdvisory by an admin = %+v, %+v, %v", a, ev, err)
+		}
+		evs, _ = st.AdvisoryEvents(ctx, 0, 1000, 100)
+		if len(evs) != 3 || evs[0].Kind != hub.EventModuleYanked || evs[2].Kind != hub.EventAdvisoryWithdrawn {
+			t.Errorf("AdvisoryEvents = %+v", evs)
+		}
+
+		// A thread takes comments up to its bound; a maintainer's change
+		// without one still goes in.
+		got, _ = st.Report(ctx, r.ID, "dave")
+		for i := len(got.Thread); i < maxThreadEvents; i++ {
+			if _, err := st.CommentReport(ctx, r.ID, "erin", hub.ReportEvent{Comment: "again", Time: at}); err != nil {
+				t.Fatalf("comment %d: %v", i, err)
+			}
+		}
+		if _, err := st.CommentReport(ctx, r.ID, "erin", hub.ReportEvent{Comment: "one more", Time: at}); !errors.Is(err, ErrReportInvalid) {
+			t.Errorf("a comment on a full thread = %v, want ErrReportInvalid", err)
+		}
+		if got, _, err := st.TriageReport(ctx, r.ID, "dave", hub.TriageRequest{State: hub.StateWontFix}, at); err != nil || len(got.Thread) != maxThreadEvents+1 {
+			t.Errorf("a state change on a full thread = %d events, %v", len(got.Thread), err)
+		}
+	})
+
+	t.Run("concurrent triage: one state change, one advisory", func(t *testing.T) {
+		st := setup(t)
+		st.Publish(ctx, version("dave/x", "1.0.0"))
+		r, err := st.FileReport(ctx, hub.Report{ID: "R-aaaaaaaaaaaa", Target: "dave/x", Title: "t", Body: "b", Severity: hub.Severity{Level: hub.SeverityLow}, Reporter: "erin", CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		wins := 0
+		for range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, _, err := st.TriageReport(ctx, r.ID, "dave", hub.TriageRequest{State: hub.StateConfirmed, Advisory: true}, at)
+				switch {
+				case err == nil:
+					mu.Lock()
+					wins++
+					mu.Unlock()
+				case !errors.Is(err, ErrStateChange):
+					t.Errorf("TriageReport = %v", err)
+				}
+			}()
+		}
+		wg.Wait()
+		if as, _ := st.Advisories(ctx, "dave/x"); wins != 1 || len(as) != 1 {
+			t.Errorf("%d triages to confirmed succeeded and made %d advisories, want 1 and 1", wins, len(as))
+		}
+	})
+
 	t.Run("concurrent pushes: exactly one wins per revision", func(t *testing.T) {
 		st := setup(t)
 		st.CreateTeam(ctx, "acme", "dave", at)
