@@ -126,11 +126,11 @@ func New(o Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if o.PublicURL != "" {
-		u, err := url.Parse(o.PublicURL)
-		if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("hub server: public URL %q: want an absolute http or https URL without credentials, query or fragment (https://hub.example.com)", o.PublicURL)
+		u, err := CheckPublicURL(o.PublicURL)
+		if err != nil {
+			return nil, fmt.Errorf("hub server: %w", err)
 		}
-		s.publicURL = strings.TrimRight(u.String(), "/")
+		s.publicURL = u
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -166,6 +166,16 @@ func New(o Options) (*Server, error) {
 	}()
 	s.routes()
 	return s, nil
+}
+
+// CheckPublicURL checks a hub's public URL (Options.PublicURL) and returns
+// it without a trailing slash.
+func CheckPublicURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return "", fmt.Errorf("public URL %q: want an absolute http or https URL without credentials, query or fragment (https://hub.example.com)", s)
+	}
+	return strings.TrimRight(u.String(), "/"), nil
 }
 
 func setDefault[T int | int64 | float64 | time.Duration](v *T, def T) {

@@ -17,6 +17,7 @@ import (
 	hubapi "github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubsync"
 )
 
@@ -43,7 +44,7 @@ func TestStationFlagsOnlyWhereAStationIsUsed(t *testing.T) {
 			}
 		}
 	}
-	for _, path := range [][]string{{"serve"}, {"user", "create"}, {"user", "token"}} {
+	for _, path := range [][]string{{"serve"}, {"user", "create"}, {"user", "token"}, {"user", "admin"}} {
 		sub := find(t, c, path...)
 		for _, name := range []string{"home", "no-daemon"} {
 			if sub.Flags().Lookup(name) != nil || sub.PersistentFlags().Lookup(name) != nil || sub.InheritedFlags().Lookup(name) != nil {
@@ -117,6 +118,19 @@ func TestFlags(t *testing.T) {
 		}
 		code(t, clitest.Parse(tc.new(f, func(*TokenOptions) error { return nil })), cmdutil.ExitUsage)
 	}
+	var created *TokenOptions
+	if code(t, clitest.Parse(NewCmdUserCreate(f, func(o *TokenOptions) error { created = o; return nil }), "root", "--admin"), 0) && !created.Admin {
+		t.Errorf("user create --admin: options %+v", created)
+	}
+	code(t, clitest.Parse(NewCmdUserToken(f, func(*TokenOptions) error { return nil }), "dave", "--admin"), cmdutil.ExitUsage)
+	var admin *AdminOptions
+	if code(t, clitest.Parse(NewCmdUserAdmin(f, func(o *AdminOptions) error { admin = o; return nil }), "erin", "--revoke", "--data", "/d", "--json"), 0) {
+		admin.IO, admin.SetAdmin = nil, nil
+		if want := (AdminOptions{Name: "erin", Revoke: true, Data: "/d", JSON: true}); !reflect.DeepEqual(*admin, want) {
+			t.Errorf("user admin options %+v, want %+v", *admin, want)
+		}
+	}
+	code(t, clitest.Parse(NewCmdUserAdmin(f, func(*AdminOptions) error { return nil })), cmdutil.ExitUsage)
 
 	var serve *ServeOptions
 	if code(t, clitest.Parse(NewCmdServe(f, func(o *ServeOptions) error { serve = o; return nil }), "--addr", "127.0.0.1:0", "--max-wasm", "64MiB", "--rate", "5", "--burst", "7"), 0) &&
@@ -124,6 +138,12 @@ func TestFlags(t *testing.T) {
 		t.Errorf("serve options %+v", serve)
 	}
 	code(t, clitest.Parse(NewCmdServe(f, func(*ServeOptions) error { return nil }), "--max-wasm", "lots"), cmdutil.ExitUsage)
+	if code(t, clitest.Parse(NewCmdServe(f, func(o *ServeOptions) error { serve = o; return nil }), "--public-url", "https://hub.example.com/"), 0) && serve.PublicURL != "https://hub.example.com/" {
+		t.Errorf("serve --public-url: options %+v", serve)
+	}
+	for _, u := range []string{"hub.example.com", "ftp://hub.example.com", "https://user:pw@hub.example.com", "https://hub.example.com/?x=1"} {
+		code(t, clitest.Parse(NewCmdServe(f, func(*ServeOptions) error { return nil }), "--public-url", u), cmdutil.ExitUsage)
+	}
 	code(t, clitest.Parse(NewCmdHub(f), "frobnicate"), cmdutil.ExitUsage)
 }
 
@@ -290,9 +310,9 @@ func TestUserTokens(t *testing.T) {
 	ctx := context.Background()
 	data := t.TempDir()
 	var gotDir, gotName, gotLabel string
-	var gotCreate bool
-	issue := func(_ context.Context, dir, name, label string, create bool) (hubapi.NewToken, error) {
-		gotDir, gotName, gotLabel, gotCreate = dir, name, label, create
+	var gotCreate, gotAdmin bool
+	issue := func(_ context.Context, dir, name, label string, create, admin bool) (hubapi.NewToken, error) {
+		gotDir, gotName, gotLabel, gotCreate, gotAdmin = dir, name, label, create, admin
 		return hubapi.NewToken{Token: hubapi.Token{ID: "tok1", Label: label}, Secret: "sth_secret"}, nil
 	}
 	io, out, errb := streams("", map[string]string{"STATION_HUB_DATA": data})
@@ -302,8 +322,15 @@ func TestUserTokens(t *testing.T) {
 	if gotDir != data || gotName != "dave" || gotLabel != "cli" || !gotCreate {
 		t.Errorf("issued in %s for %s (%s, create %v)", gotDir, gotName, gotLabel, gotCreate)
 	}
-	if out.String() != "sth_secret\n" || errb.String() != "created account dave; its token (shown once, store it now):\n" {
-		t.Errorf("user create printed %q and %q", out.String(), errb.String())
+	if out.String() != "sth_secret\n" || errb.String() != "created account dave; its token (shown once, store it now):\n" || gotAdmin {
+		t.Errorf("user create printed %q and %q (admin %v)", out.String(), errb.String(), gotAdmin)
+	}
+	io, out, errb = streams("", map[string]string{"STATION_HUB_DATA": data})
+	if err := tokenRun(ctx, &TokenOptions{IO: io, Issue: issue, Name: "root", Label: "cli", Create: true, Admin: true}); err != nil || !gotAdmin {
+		t.Fatalf("user create --admin: admin %v, %v", gotAdmin, err)
+	}
+	if out.String() != "sth_secret\n" || errb.String() != "created admin account root; its token (shown once, store it now):\n" {
+		t.Errorf("user create --admin printed %q and %q", out.String(), errb.String())
 	}
 	// --data wins over the environment, relative to the working directory.
 	io, out, errb = streams("", map[string]string{"STATION_HUB_DATA": data})
@@ -329,22 +356,80 @@ func TestUserTokens(t *testing.T) {
 func TestUserTokensInAHubDirectory(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
-	if _, err := issue(ctx, t.TempDir(), "dave", "cli", false); err == nil || !strings.Contains(err.Error(), "no hub database") {
+	if _, err := issue(ctx, t.TempDir(), "dave", "cli", false, false); err == nil || !strings.Contains(err.Error(), "no hub database") {
 		t.Errorf("token without a hub: %v", err)
 	}
-	first, err := issue(ctx, dir, "dave", "cli", true)
+	first, err := issue(ctx, dir, "dave", "cli", true, false)
 	if err != nil || !strings.HasPrefix(first.Secret, hubapi.TokenPrefix) {
 		t.Fatalf("create: %+v, %v", first, err)
 	}
-	if _, err := issue(ctx, dir, "dave", "cli", true); hubapi.CodeOf(err) != hubapi.CodeAccountExists {
+	if _, err := issue(ctx, dir, "dave", "cli", true, false); hubapi.CodeOf(err) != hubapi.CodeAccountExists {
 		t.Errorf("create twice: %v", err)
 	}
-	second, err := issue(ctx, dir, "dave", "ci", false)
+	second, err := issue(ctx, dir, "dave", "ci", false, false)
 	if err != nil || second.Secret == first.Secret || second.Label != "ci" {
 		t.Errorf("token: %+v, %v", second, err)
 	}
-	if _, err := issue(ctx, dir, "nobody", "ci", false); err == nil {
+	if _, err := issue(ctx, dir, "nobody", "ci", false, false); err == nil {
 		t.Error("a token for an account that does not exist")
+	}
+	if _, err := issue(ctx, dir, "root", "cli", true, true); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]bool{"dave": false, "root": true} {
+		if got := isAdminIn(t, dir, name); got != want {
+			t.Errorf("%s is an admin: %v, want %v", name, got, want)
+		}
+	}
+}
+
+// isAdminIn reads whether name is an admin of the hub in dir.
+func isAdminIn(t *testing.T, dir, name string) bool {
+	t.Helper()
+	st, _, err := hubserver.OpenDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	a, err := st.Account(context.Background(), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.Admin
+}
+
+// TestUserAdminInAHubDirectory runs the real AdminSetter: an account made
+// an admin and back, and the refusals (no hub, no such account, a bad
+// name), each of which changes nothing.
+func TestUserAdminInAHubDirectory(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	if err := setAdmin(ctx, t.TempDir(), "erin", true); err == nil || !strings.Contains(err.Error(), "no hub database") {
+		t.Errorf("admin without a hub: %v", err)
+	}
+	if _, err := issue(ctx, dir, "erin", "cli", true, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := setAdmin(ctx, dir, "nobody", true); hubapi.CodeOf(err) != hubapi.CodeAccountNotFound || !strings.Contains(err.Error(), "user create nobody --admin") {
+		t.Errorf("admin of nobody: %v", err)
+	}
+	if err := setAdmin(ctx, dir, "Erin\x1b", true); hubapi.CodeOf(err) != hubapi.CodeInvalidName {
+		t.Errorf("admin of a bad name: %v", err)
+	}
+	if isAdminIn(t, dir, "erin") {
+		t.Fatal("a refusal made erin an admin")
+	}
+	io, out, _ := streams("", map[string]string{"STATION_HUB_DATA": dir})
+	if err := adminRun(ctx, &AdminOptions{IO: io, SetAdmin: setAdmin, Name: "erin"}); err != nil || out.String() != "erin is now an admin of the hub\n" || !isAdminIn(t, dir, "erin") {
+		t.Errorf("user admin erin: %q, %v", out.String(), err)
+	}
+	io, out, _ = streams("", map[string]string{"STATION_HUB_DATA": dir})
+	if err := adminRun(ctx, &AdminOptions{IO: io, SetAdmin: setAdmin, Name: "erin", Revoke: true, JSON: true}); err != nil || isAdminIn(t, dir, "erin") {
+		t.Fatalf("user admin erin --revoke: %v", err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["account"] != "erin" || res["admin"] != false {
+		t.Errorf("user admin --revoke --json: %s (%v)", out.String(), err)
 	}
 }
 
@@ -378,6 +463,8 @@ func TestPrintersEscape(t *testing.T) {
 	check("key list, not registered", KeyListResult{Account: h, Keys: []hubapi.Key{k}, File: h, LocalID: "other"})
 	check("key list, no keys", KeyListResult{Account: h, File: h, LocalError: h})
 	check("user token", TokenResult{Account: h, ID: h, Label: h, Secret: h})
+	check("user admin", AdminResult{Account: h, Admin: true})
+	check("user admin --revoke", AdminResult{Account: h})
 
 	for _, e := range []hubsync.RelayEvent{
 		{Kind: hubsync.RelayFollowing, Hub: h, Account: h},

@@ -27,6 +27,7 @@ type ServeOptions struct {
 	Data      string // --data
 	Bootstrap string // --bootstrap-user
 	MaxWasm   string // --max-wasm, e.g. 64MiB
+	PublicURL string // --public-url
 	Limits    hubapi.Limits
 }
 
@@ -52,10 +53,14 @@ the hub runs.
 
 Serve listens on 127.0.0.1:7777 by default; put a TLS-terminating proxy in
 front of it to serve other machines (stations refuse plain http to anything
-but a loopback address). Stop it with Ctrl-C or SIGTERM: event streams end at
-once (stations reconnect and catch up), other requests finish first.`,
+but a loopback address). --public-url is the address stations reach it at
+through that proxy: the hub's security advisories name it and link the
+reports they come from under it (without it, they leave both out). Stop it
+with Ctrl-C or SIGTERM: event streams end at once (stations reconnect and
+catch up), other requests finish first.`,
 		Example: `  station hub serve --bootstrap-user dave
-  station hub serve --addr 127.0.0.1:0 --data /srv/station-hub`,
+  station hub serve --addr 127.0.0.1:0 --data /srv/station-hub
+  station hub serve --public-url https://hub.example.com`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.MaxWasm != "" {
@@ -64,6 +69,11 @@ once (stations reconnect and catch up), other requests finish first.`,
 					return cmdutil.Usagef("--max-wasm: %w", err)
 				}
 				opts.Limits.MaxWasmBytes = int64(n)
+			}
+			if opts.PublicURL != "" {
+				if _, err := hubserver.CheckPublicURL(opts.PublicURL); err != nil {
+					return cmdutil.Usagef("--public-url: %w", err)
+				}
 			}
 			if runF != nil {
 				return runF(opts)
@@ -75,6 +85,7 @@ once (stations reconnect and catch up), other requests finish first.`,
 	dataFlag(c, &opts.Data)
 	c.Flags().StringVar(&opts.Bootstrap, "bootstrap-user", "", "create this account if it does not exist and print its token once")
 	c.Flags().StringVar(&opts.MaxWasm, "max-wasm", "", "largest module binary accepted, e.g. 64MiB (default 32MiB)")
+	c.Flags().StringVar(&opts.PublicURL, "public-url", "", "the hub's address as stations reach it, e.g. https://hub.example.com (advisories name it)")
 	c.Flags().Float64Var(&opts.Limits.RatePerSecond, "rate", 0, fmt.Sprintf("sustained requests per second per account or client address (default %d)", hubserver.DefaultRatePerSecond))
 	c.Flags().IntVar(&opts.Limits.Burst, "burst", 0, fmt.Sprintf("requests allowed at once before --rate applies (default %d)", hubserver.DefaultBurst))
 	return c
@@ -126,7 +137,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 			fmt.Fprintln(opts.IO.Out, tok.Secret)
 		}
 	}
-	srv, err := hubserver.New(hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: opts.Limits})
+	srv, err := hubserver.New(hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: opts.Limits, PublicURL: opts.PublicURL})
 	if err != nil {
 		return err
 	}

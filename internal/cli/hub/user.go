@@ -24,18 +24,20 @@ func NewCmdUser(f *cmdutil.Factory) *cobra.Command {
 		Short: "Create hub accounts and tokens (operator)",
 		Long: `User edits the hub's accounts directly in its data directory (--data,
 $STATION_HUB_DATA, default ~/.station-hub), also while the hub runs: 'create'
-adds an account and prints its first API token, 'token' issues another one.
+adds an account and prints its first API token, 'token' issues another one,
+'admin' makes an account one of the hub's admins (or, with --revoke, not).
 A token is printed once, on standard output; the hub keeps only its hash.`,
 		Example: `  station hub user create dave
-  station hub user token dave --label ci`,
+  station hub user token dave --label ci
+  station hub user admin erin`,
 	}
-	c.AddCommand(NewCmdUserCreate(f, nil), NewCmdUserToken(f, nil))
+	c.AddCommand(NewCmdUserCreate(f, nil), NewCmdUserToken(f, nil), NewCmdUserAdmin(f, nil))
 	return cmdutil.Group(c)
 }
 
 // Issuer makes an account's token in the hub's data directory dir: with
-// create, the account too.
-type Issuer func(ctx context.Context, dir, name, label string, create bool) (hubapi.NewToken, error)
+// create, the account too, an admin with admin.
+type Issuer func(ctx context.Context, dir, name, label string, create, admin bool) (hubapi.NewToken, error)
 
 // TokenOptions are what `station hub user create` and `station hub user
 // token` were asked to do.
@@ -46,6 +48,7 @@ type TokenOptions struct {
 	Name   string
 	Label  string // --label
 	Create bool   // user create: make the account
+	Admin  bool   // user create --admin
 	JSON   bool
 }
 
@@ -61,7 +64,9 @@ func tokenFlags(c *cobra.Command, opts *TokenOptions) {
 type TokenResult struct {
 	Account string `json:"account"`
 	// Created is set when the account was created with it.
-	Created   bool      `json:"created"`
+	Created bool `json:"created"`
+	// Admin is set when the account was created an admin.
+	Admin     bool      `json:"admin"`
 	ID        string    `json:"id"`
 	Label     string    `json:"label"`
 	CreatedAt time.Time `json:"created_at"`
@@ -81,14 +86,18 @@ func tokenRun(ctx context.Context, opts *TokenOptions) error {
 	if err != nil {
 		return err
 	}
-	tok, err := opts.Issue(ctx, dir, opts.Name, opts.Label, opts.Create)
+	tok, err := opts.Issue(ctx, dir, opts.Name, opts.Label, opts.Create, opts.Admin)
 	if err != nil {
 		return err
 	}
-	res := TokenResult{Account: opts.Name, Created: opts.Create, ID: tok.ID, Label: tok.Label, CreatedAt: tok.CreatedAt, Secret: tok.Secret}
+	res := TokenResult{Account: opts.Name, Created: opts.Create, Admin: opts.Admin, ID: tok.ID, Label: tok.Label, CreatedAt: tok.CreatedAt, Secret: tok.Secret}
 	if !opts.JSON {
 		if opts.Create {
-			fmt.Fprintf(opts.IO.Err, "created account %s; its token (shown once, store it now):\n", cmdutil.TermText(opts.Name))
+			what := "account"
+			if opts.Admin {
+				what = "admin account"
+			}
+			fmt.Fprintf(opts.IO.Err, "created %s %s; its token (shown once, store it now):\n", what, cmdutil.TermText(opts.Name))
 		} else {
 			fmt.Fprintf(opts.IO.Err, "new token %s for %s (shown once, store it now):\n", cmdutil.TermText(tok.ID), cmdutil.TermText(opts.Name))
 		}
@@ -99,17 +108,34 @@ func tokenRun(ctx context.Context, opts *TokenOptions) error {
 // issue is the Issuer of a hub's data directory on this machine. `user
 // create` may set up a hub before its first start; `user token` needs
 // accounts to exist, so a missing database is a wrong --data.
-func issue(ctx context.Context, dir, name, label string, create bool) (hubapi.NewToken, error) {
-	if _, err := os.Stat(filepath.Join(dir, "hub.db")); !create && errors.Is(err, os.ErrNotExist) {
-		return hubapi.NewToken{}, fmt.Errorf("no hub database in %s (--data, $STATION_HUB_DATA)", dir)
+func issue(ctx context.Context, dir, name, label string, create, admin bool) (hubapi.NewToken, error) {
+	if !create {
+		if err := hasHub(dir); err != nil {
+			return hubapi.NewToken{}, err
+		}
 	}
 	st, _, err := hubserver.OpenDir(dir)
 	if err != nil {
 		return hubapi.NewToken{}, err
 	}
 	defer st.Close()
-	if create {
-		return hubserver.CreateAccount(ctx, st, name, label, time.Now())
+	if !create {
+		return hubserver.CreateToken(ctx, st, name, label, time.Now())
 	}
-	return hubserver.CreateToken(ctx, st, name, label, time.Now())
+	tok, err := hubserver.CreateAccount(ctx, st, name, label, time.Now())
+	if err != nil || !admin {
+		return tok, err
+	}
+	if err := st.SetAdmin(ctx, name, true); err != nil {
+		return hubapi.NewToken{}, fmt.Errorf("account %s was created but is not an admin (%w): make it one with 'station hub user admin %s', and issue its token with 'station hub user token %s'", name, err, name, name)
+	}
+	return tok, nil
+}
+
+// hasHub refuses a data directory without a hub database: a wrong --data.
+func hasHub(dir string) error {
+	if _, err := os.Stat(filepath.Join(dir, "hub.db")); errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("no hub database in %s (--data, $STATION_HUB_DATA)", dir)
+	}
+	return nil
 }

@@ -16,8 +16,9 @@ func NewCmdUserToken(f *cmdutil.Factory, runF func(*TokenOptions) error) *cobra.
 job, or a second station) and prints it on stdout, once: the hub keeps only
 its hash. --label says what it is for.
 
-With --json the output is {"account", "created", "id", "label", "created_at",
-"secret"}: the secret is the token, shown this once there too.`,
+With --json the output is {"account", "created", "admin", "id", "label",
+"created_at", "secret"} (created and admin are false: nothing but the token
+was made): the secret is the token, shown this once there too.`,
 		Example: `  station hub user token dave --label ci`,
 		Args:    cmdutil.ExactArgs(1, "NAME"),
 		RunE: func(cmd *cobra.Command, args []string) error {
