@@ -58,6 +58,14 @@ type Session struct {
 	Log *slog.Logger
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AllowAdvisories are the advisory ids the operator allows for this
+	// session's installs and pushes (--allow-advisory): a version one of
+	// them affects is installed although it is at or above
+	// advisories.block (the allowance is stored and audited), and pinned
+	// in a team lockfile although affected.
+	AllowAdvisories []string
+	// AllowYanked lets team push pin a yanked version (--allow-yanked).
+	AllowYanked bool
 }
 
 func (s *Session) now() time.Time {

@@ -64,13 +64,19 @@ type Plan struct {
 	// hub or a lockfile rolling a module back to a version with a known
 	// flaw is asked about, even within the approval.
 	Downgrade bool
+	// Advisories are the advisories that affect the version, as the hub
+	// says now (the most severe first); one the operator has not allowed
+	// for the version makes the plan need approval. One at or above
+	// advisories.block is here only when the session allows it
+	// (Session.AllowAdvisories); otherwise the install was refused.
+	Advisories []station.AdvisoryMatch
 }
 
 // NeedsApproval reports whether the plan asks the operator for something
 // new: a permission not approved, a publisher key not pinned, or code from
 // the hub in place of a module installed from elsewhere.
 func (p Plan) NeedsApproval() bool {
-	return len(p.Escalations) > 0 || p.KeyChange || p.OriginChange || p.Downgrade
+	return len(p.Escalations) > 0 || p.KeyChange || p.OriginChange || p.Downgrade || len(advisoryLines(p.Advisories)) > 0
 }
 
 // Differences are the plan's escalations and key change in plain words.
@@ -90,7 +96,7 @@ func (p Plan) Differences() []string {
 			out = append(out, fmt.Sprintf("IS SIGNED BY KEY %s, and no key is pinned for %s on %s; %s: an account of the same name on another hub may be another publisher", p.Key.ID, o, p.Hub, pinnedElsewhere(o, p.PinnedElsewhere)))
 		}
 	}
-	return out
+	return append(out, advisoryLines(p.Advisories)...)
 }
 
 // pinnedElsewhere says which keys are pinned for owner on other hubs:
@@ -188,6 +194,12 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 		}
 	}
 
+	// What the hub knows against the version decides before anything is
+	// downloaded: a blocked version is refused here.
+	va, overrides, err := s.checkAdvisories(ctx, v)
+	if err != nil {
+		return res, err
+	}
 	pkg, err := s.Client.Fetch(ctx, req.ID, v.Version, hubclient.FetchOptions{Pin: req.Pin})
 	if err != nil {
 		return res, err
@@ -198,7 +210,7 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 	if err != nil {
 		return res, err
 	}
-	plan := Plan{Hub: s.Login.URL, Team: req.Team, Version: pkg.Version, Key: pkg.Key}
+	plan := Plan{Hub: s.Login.URL, Team: req.Team, Version: pkg.Version, Key: pkg.Key, Advisories: va.Advisories}
 	signedBy := func(k store.HubKey) bool { return k.KeyID == pkg.Key.ID.String() && k.PublicKey == pkg.Key.String() }
 	if len(pinned) > 0 {
 		plan.KeyChange = !slices.ContainsFunc(pinned, signedBy)
@@ -283,7 +295,7 @@ func (s *Session) Install(ctx context.Context, req Request, approve Approver) (R
 		return res, err
 	}
 	s.log().Info("installed from the hub", "module", req.ID, "version", v.Version, "digest", pkg.Version.WasmDigest, "key", pkg.Key.ID.String(), "team", req.Team)
-	return res, nil
+	return res, s.recordOverrides(ctx, req.ID, v.Version, overrides)
 }
 
 // fromHub converts a lockfile's permissions to the station's form.

@@ -26,6 +26,35 @@ type TeamStatus struct {
 	WorkflowDir string `json:"workflow_dir"`
 	// Pending are the changes that wait for the operator's approval.
 	Pending []PendingChange `json:"pending"`
+	// Affected are the team's modules installed here (those its lockfile
+	// installed) that a known advisory affects or whose version is yanked,
+	// from what this station last heard from the hub (station advisories
+	// refreshes it).
+	Affected []AffectedModule `json:"affected"`
+}
+
+// AffectedModule is an installed module version with the advisories that
+// affect it and its yank, as team status shows them. The texts came from
+// the hub.
+type AffectedModule struct {
+	Module     string             `json:"module"`
+	Version    string             `json:"version"`
+	Advisories []AffectedAdvisory `json:"advisories"`
+	// YankReason is set (and Yanked) when the hub yanked the version.
+	Yanked     bool   `json:"yanked"`
+	YankReason string `json:"yank_reason,omitempty"`
+}
+
+// AffectedAdvisory is one advisory against an AffectedModule.
+type AffectedAdvisory struct {
+	ID       string `json:"id"`
+	Severity string `json:"severity"`
+	Summary  string `json:"summary"`
+	FixedIn  string `json:"fixed_in,omitempty"`
+	// Blocked is set when the station refuses to run the version.
+	Blocked bool `json:"blocked"`
+	// Allowed is set when the operator allowed the version.
+	Allowed bool `json:"allowed"`
 }
 
 // PendingChange is a team change that waits for the operator's approval
@@ -72,13 +101,17 @@ func Status(ctx context.Context, st *station.Station, team string) ([]TeamStatus
 	if err != nil {
 		return nil, err
 	}
+	affected, err := teamAffected(ctx, st)
+	if err != nil {
+		return nil, err
+	}
 	out := []TeamStatus{}
 	for _, t := range teams {
 		if team != "" && t.Name != team {
 			continue
 		}
 		ts := TeamStatus{Name: t.Name, HubURL: t.HubURL, Role: t.Role, Revision: t.Revision, SyncedAt: t.SyncedAt, LastError: t.LastError,
-			WorkflowDir: WorkflowDir(st.Home, t.Name), Pending: []PendingChange{}}
+			WorkflowDir: WorkflowDir(st.Home, t.Name), Pending: []PendingChange{}, Affected: nonNilAffected(affected[t.Name])}
 		for _, p := range pend {
 			if p.Team == t.Name {
 				ts.Pending = append(ts.Pending, PendingChange{Team: p.Team, Module: p.Module, Version: p.Version, Revision: p.Revision,
@@ -91,4 +124,50 @@ func Status(ctx context.Context, st *station.Station, team string) ([]TeamStatus
 		return nil, &NotMemberError{Team: team}
 	}
 	return out, nil
+}
+
+// teamAffected returns, by team, the installed modules that team's
+// lockfile installed and that an advisory affects or that are yanked.
+func teamAffected(ctx context.Context, st *station.Station) (map[string][]AffectedModule, error) {
+	origins, err := st.Store.HubOrigins(ctx)
+	if err != nil {
+		return nil, err
+	}
+	team := map[string]string{}
+	for _, o := range origins {
+		if o.Team != "" {
+			team[o.Module] = o.Team
+		}
+	}
+	if len(team) == 0 {
+		return nil, nil
+	}
+	installed, err := st.InstalledAdvisories(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string][]AffectedModule{}
+	for _, va := range installed {
+		t, ok := team[va.Module]
+		if !ok || (len(va.Advisories) == 0 && va.Yank == nil) {
+			continue
+		}
+		am := AffectedModule{Module: va.Module, Version: va.Version, Advisories: []AffectedAdvisory{}}
+		for _, m := range va.Advisories {
+			am.Advisories = append(am.Advisories, AffectedAdvisory{ID: m.ID, Severity: m.Severity, Summary: m.Summary, FixedIn: m.FixedIn,
+				Blocked: m.Blocks, Allowed: m.Allowed != nil})
+		}
+		if va.Yank != nil {
+			am.Yanked, am.YankReason = true, va.Yank.Reason
+		}
+		out[t] = append(out[t], am)
+	}
+	return out, nil
+}
+
+func nonNilAffected(a []AffectedModule) []AffectedModule {
+	if a == nil {
+		return []AffectedModule{}
+	}
+	return a
 }

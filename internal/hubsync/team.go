@@ -344,7 +344,11 @@ func (s *Session) lockedModules(ctx context.Context, ids []string) ([]hub.Locked
 		if err := json.Unmarshal(rec.Approved, &p); err != nil {
 			return nil, fmt.Errorf("push %s: stored approval: %w", id, err)
 		}
-		out = append(out, hub.LockedModule{ID: id, Version: o.Version, ManifestDigest: o.ManifestDigest, WasmDigest: o.WasmDigest, Permissions: ToHub(p)})
+		e := hub.LockedModule{ID: id, Version: o.Version, ManifestDigest: o.ManifestDigest, WasmDigest: o.WasmDigest, Permissions: ToHub(p)}
+		if err := s.checkPinnable(ctx, e); err != nil {
+			return nil, err
+		}
+		out = append(out, e)
 	}
 	return out, nil
 }

@@ -1,6 +1,7 @@
 package cmdutil
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"strings"
@@ -97,7 +98,17 @@ func PrintHubPlan(w io.Writer, p hubsync.Plan) {
 	if p.Version.Yanked {
 		fmt.Fprintf(w, "  YANKED by its publisher: %s\n", TermText(p.Version.YankReason))
 	}
+	notes := TermList(p.AdvisoryNotes())
+	for _, m := range p.Advisories {
+		if m.Allowed != nil {
+			fmt.Fprintf(w, "  advisory  %s (%s): %s; allowed for this version by you: %s\n", TermText(m.ID), TermText(cmp.Or(m.Severity, "unknown severity")), TermText(m.Summary), TermText(m.Allowed.Reason))
+		}
+	}
+	for _, n := range notes {
+		fmt.Fprintf(w, "  ! %s\n", n)
+	}
 	diff := TermList(p.Differences())
+	diff = diff[:len(diff)-len(notes)] // the advisories are shown above
 	switch {
 	case p.Approved != nil && len(diff) > 0:
 		fmt.Fprintf(w, "  Compared with what you approved for %s %s, this version:\n", TermText(p.Plan.Replaces.ID), TermText(p.Plan.Replaces.Version))

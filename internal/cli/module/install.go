@@ -29,9 +29,11 @@ type HubInstaller interface {
 
 // InstallOptions are what `station module install` was asked to do.
 type InstallOptions struct {
-	IO      *cmdutil.IOStreams
-	Station func(context.Context) (Installer, error)
-	Hub     func(context.Context) (HubInstaller, error)
+	// Overrides are --allow-advisory.
+	Overrides cmdutil.Overrides
+	IO        *cmdutil.IOStreams
+	Station   func(context.Context) (Installer, error)
+	Hub       func(context.Context) (HubInstaller, error)
 	// HubApprover shows a hub install's plan and approves it, asks, or
 	// refuses (Factory.HubApprover).
 	HubApprover   func(yes bool, mode cmdutil.ApprovalMode, verb string) hubsync.Approver
@@ -56,14 +58,17 @@ func NewCmdInstall(f *cmdutil.Factory, runF func(*InstallOptions) error) *cobra.
 			}
 			return s, nil
 		},
-		Hub: func(ctx context.Context) (HubInstaller, error) {
-			s, err := f.HubSession(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		},
 		HubApprover: f.HubApprover, Confirm: f.Confirm, Reload: f.ReloadInDaemon, StartProgress: f.StartProgress, IsDir: isDir,
+	}
+	opts.Hub = func(ctx context.Context) (HubInstaller, error) {
+		s, err := f.HubSession(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := opts.Overrides.Apply(s); err != nil {
+			return nil, err
+		}
+		return s, nil
 	}
 	c := &cobra.Command{
 		Use:   "install DIR | OWNER/SLUG[@VERSION]",
@@ -87,7 +92,15 @@ first.
 A module installed from a directory (or another hub) is replaced by the hub's
 version with the same command: the plan says "REPLACES ID@VERSION, which was
 not installed from HUB" and asks first (or --yes); from then on the module is
-installed from the hub, and station module upgrade upgrades it.`,
+installed from the hub, and station module upgrade upgrades it.
+
+Before a hub install, the station asks the hub for the module's security
+advisories. One that affects the version is shown in the plan ("! IS
+AFFECTED BY ADVISORY ...") and asked about; one at or above the
+advisories.block severity of config.yaml (default critical) refuses the
+install unless you pass --allow-advisory ID, which installs it, lets it run
+and is recorded in the audit log. station advisories lists what affects the
+installed modules.`,
 		Example: `  station module install examples/hello
   station module install --yes examples/stripe-invoicing
   station module install dave/stripe-invoicing@1.4.0
@@ -102,6 +115,7 @@ installed from the hub, and station module upgrade upgrades it.`,
 		},
 	}
 	c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve without asking")
+	cmdutil.AddAdvisoryFlag(c, &opts.Overrides)
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }

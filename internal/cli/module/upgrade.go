@@ -20,6 +20,8 @@ type Upgrader interface {
 
 // UpgradeOptions are what `station module upgrade` was asked to do.
 type UpgradeOptions struct {
+	// Overrides are --allow-advisory.
+	Overrides     cmdutil.Overrides
 	IO            *cmdutil.IOStreams
 	Upgrader      func(context.Context) (Upgrader, error)
 	HubApprover   func(yes bool, mode cmdutil.ApprovalMode, verb string) hubsync.Approver
@@ -33,14 +35,17 @@ type UpgradeOptions struct {
 
 // NewCmdUpgrade returns `station module upgrade`.
 func NewCmdUpgrade(f *cmdutil.Factory, runF func(*UpgradeOptions) error) *cobra.Command {
-	opts := &UpgradeOptions{IO: &f.IO, HubApprover: f.HubApprover, Reload: f.ReloadInDaemon, StartProgress: f.StartProgress,
-		Upgrader: func(ctx context.Context) (Upgrader, error) {
-			s, err := f.HubSession(ctx)
-			if err != nil {
-				return nil, err
-			}
-			return s, nil
-		}}
+	opts := &UpgradeOptions{IO: &f.IO, HubApprover: f.HubApprover, Reload: f.ReloadInDaemon, StartProgress: f.StartProgress}
+	opts.Upgrader = func(ctx context.Context) (Upgrader, error) {
+		s, err := f.HubSession(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if err := opts.Overrides.Apply(s); err != nil {
+			return nil, err
+		}
+		return s, nil
+	}
 	c := &cobra.Command{
 		Use:   "upgrade [ID[@VERSION]...]",
 		Short: "Upgrade modules installed from the hub to their latest version, or to a version",
@@ -76,6 +81,7 @@ first; from then on upgrade upgrades it.`,
 		},
 	}
 	c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve what the new versions ask for without asking")
+	cmdutil.AddAdvisoryFlag(c, &opts.Overrides)
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }

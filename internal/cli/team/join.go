@@ -14,19 +14,22 @@ import (
 
 // JoinOptions are what `station team join` was asked to do.
 type JoinOptions struct {
-	IO       *cmdutil.IOStreams
-	Session  func(context.Context) (Service, error)
-	Approver func(yes bool) hubsync.Approver
-	Reload   func(ctx context.Context, id string)
-	Home     func() (string, error)
-	Code     string // "-": read it from standard input
-	Yes      bool   // --yes
-	JSON     bool
+	// Overrides are --allow-advisory (and for push --allow-yanked).
+	Overrides cmdutil.Overrides
+	IO        *cmdutil.IOStreams
+	Session   func(context.Context) (Service, error)
+	Approver  func(yes bool) hubsync.Approver
+	Reload    func(ctx context.Context, id string)
+	Home      func() (string, error)
+	Code      string // "-": read it from standard input
+	Yes       bool   // --yes
+	JSON      bool
 }
 
 // NewCmdJoin returns `station team join`.
 func NewCmdJoin(f *cmdutil.Factory, runF func(*JoinOptions) error) *cobra.Command {
-	opts := &JoinOptions{IO: &f.IO, Session: session(f), Approver: approver(f), Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	opts := &JoinOptions{IO: &f.IO, Approver: approver(f), Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	opts.Session = sessionWith(f, &opts.Overrides)
 	c := &cobra.Command{
 		Use:   "join CODE|-",
 		Short: "Join a team with an invite code and apply its lockfile",
@@ -46,6 +49,7 @@ With --json: {"team", "role", "sync"}, sync as one team of 'station team sync
 		},
 	}
 	c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve what the team's modules ask for without asking")
+	cmdutil.AddAdvisoryFlag(c, &opts.Overrides)
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }

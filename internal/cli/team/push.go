@@ -16,12 +16,14 @@ import (
 
 // PushOptions are what `station team push` was asked to do.
 type PushOptions struct {
-	IO      *cmdutil.IOStreams
-	Session func(context.Context) (Service, error)
-	Reload  func(ctx context.Context, id string)
-	Home    func() (string, error)
-	Team    string
-	IDs     []string // the modules to pin; none: every hub-installed module
+	// Overrides are --allow-advisory (and for push --allow-yanked).
+	Overrides cmdutil.Overrides
+	IO        *cmdutil.IOStreams
+	Session   func(context.Context) (Service, error)
+	Reload    func(ctx context.Context, id string)
+	Home      func() (string, error)
+	Team      string
+	IDs       []string // the modules to pin; none: every hub-installed module
 	// WorkflowFiles are the --workflow files to share.
 	WorkflowFiles []string
 	JSON          bool
@@ -29,7 +31,8 @@ type PushOptions struct {
 
 // NewCmdPush returns `station team push`.
 func NewCmdPush(f *cmdutil.Factory, runF func(*PushOptions) error) *cobra.Command {
-	opts := &PushOptions{IO: &f.IO, Session: session(f), Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	opts := &PushOptions{IO: &f.IO, Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	opts.Session = sessionWith(f, &opts.Overrides)
 	c := &cobra.Command{
 		Use:   "push TEAM [ID...]",
 		Short: "Pin this station's installed versions (and workflows) in the team lockfile (owners)",
@@ -45,6 +48,11 @@ without --yes would: what the lockfile holds from other owners' pushes is
 installed if it asks for nothing beyond what this station approved, and
 otherwise waits for approval here (station team status shows it).
 
+Push refuses to pin a version that a security advisory affects (any
+severity: every member would install it) or that is yanked on the hub, and
+says which fixed version to upgrade to first; --allow-advisory ID and
+--allow-yanked pin it anyway, recorded in the audit log.
+
 With --json: {"team", "revision", "modules", "workflows", "applied_here"},
 applied_here as one team of 'station team sync --json'.`,
 		Example: "  station team push acme dave/stripe-invoicing\n  station team push acme --workflow month-end.yaml",
@@ -58,6 +66,8 @@ applied_here as one team of 'station team sync --json'.`,
 		},
 	}
 	c.Flags().StringArrayVar(&opts.WorkflowFiles, "workflow", nil, "a workflow file to share (repeatable)")
+	cmdutil.AddAdvisoryFlag(c, &opts.Overrides)
+	cmdutil.AddYankedFlag(c, &opts.Overrides)
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }

@@ -1,6 +1,7 @@
 package team
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -77,13 +78,19 @@ type TeamStatus struct {
 	LastError   string    `json:"last_error,omitempty"`
 	WorkflowDir string    `json:"workflow_dir"`
 	Pending     []Pending `json:"pending"`
+	// Affected are the team's modules installed here that an advisory
+	// affects or that are yanked (hubsync.TeamStatus.Affected).
+	Affected []hubsync.AffectedModule `json:"affected"`
 }
 
 func newStatusResult(teams []hubsync.TeamStatus) StatusResult {
 	out := make(StatusResult, 0, len(teams))
 	for _, ts := range teams {
 		s := TeamStatus{Team: ts.Name, Hub: ts.HubURL, Role: ts.Role, Revision: ts.Revision, SyncedAt: ts.SyncedAt, LastError: ts.LastError,
-			WorkflowDir: ts.WorkflowDir, Pending: []Pending{}}
+			WorkflowDir: ts.WorkflowDir, Pending: []Pending{}, Affected: ts.Affected}
+		if s.Affected == nil {
+			s.Affected = []hubsync.AffectedModule{}
+		}
 		for _, p := range ts.Pending {
 			s.Pending = append(s.Pending, Pending{Module: p.Module, Version: p.Version, FromVersion: p.FromVersion,
 				Asks: append([]string{}, p.Escalations...), Revision: p.Revision, RecordedAt: p.RecordedAt})
@@ -123,6 +130,28 @@ func (r StatusResult) Text(w io.Writer) error {
 		}
 		if len(ts.Pending) > 0 {
 			fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", t(ts.Team))
+		}
+		for _, a := range ts.Affected {
+			for _, adv := range a.Advisories {
+				status := "runs, with a warning"
+				switch {
+				case adv.Blocked:
+					status = "BLOCKED: does not run"
+				case adv.Allowed:
+					status = "allowed by you"
+				}
+				fix := ""
+				if adv.FixedIn != "" {
+					fix = "; fixed in " + t(adv.FixedIn)
+				}
+				fmt.Fprintf(w, "  AFFECTED %s@%s by %s (%s, %s): %s%s\n", t(a.Module), t(a.Version), t(adv.ID), t(cmp.Or(adv.Severity, "unknown severity")), status, t(adv.Summary), fix)
+			}
+			if a.Yanked {
+				fmt.Fprintf(w, "  YANKED %s@%s on the hub: %s\n", t(a.Module), t(a.Version), t(a.YankReason))
+			}
+		}
+		if len(ts.Affected) > 0 {
+			fmt.Fprintf(w, "  upgrade the team to fixed versions with: station module upgrade ID, then station team push %s ID\n", t(ts.Team))
 		}
 	}
 	return nil

@@ -17,8 +17,10 @@ import (
 
 // SyncOptions are what `station team sync` was asked to do.
 type SyncOptions struct {
-	IO      *cmdutil.IOStreams
-	Session func(context.Context) (Service, error)
+	// Overrides are --allow-advisory (and for push --allow-yanked).
+	Overrides cmdutil.Overrides
+	IO        *cmdutil.IOStreams
+	Session   func(context.Context) (Service, error)
 	// Approver is how changes that need approval are asked about: nil
 	// leaves them pending.
 	Approver func(yes bool) hubsync.Approver
@@ -33,7 +35,8 @@ type SyncOptions struct {
 
 // NewCmdSync returns `station team sync`.
 func NewCmdSync(f *cmdutil.Factory, runF func(*SyncOptions) error) *cobra.Command {
-	opts := &SyncOptions{IO: &f.IO, Session: session(f), Approver: approver(f), Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	opts := &SyncOptions{IO: &f.IO, Approver: approver(f), Reload: f.ReloadInDaemon, Home: f.HomeDir}
+	opts.Session = sessionWith(f, &opts.Overrides)
 	c := &cobra.Command{
 		Use:   "sync [TEAM]",
 		Short: "Apply the team lockfile on this station",
@@ -61,6 +64,7 @@ whether everything was applied.`,
 		},
 	}
 	c.Flags().BoolVarP(&opts.Yes, "yes", "y", false, "approve what the lockfile asks for without asking")
+	cmdutil.AddAdvisoryFlag(c, &opts.Overrides)
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }

@@ -61,10 +61,20 @@ type Service interface {
 
 // session opens the Factory's station and its hub login.
 func session(f *cmdutil.Factory) func(context.Context) (Service, error) {
+	return sessionWith(f, nil)
+}
+
+// sessionWith is session with the operator's overrides (nil: none).
+func sessionWith(f *cmdutil.Factory, o *cmdutil.Overrides) func(context.Context) (Service, error) {
 	return func(ctx context.Context) (Service, error) {
 		s, err := f.HubSession(ctx)
 		if err != nil {
 			return nil, err
+		}
+		if o != nil {
+			if err := o.Apply(s); err != nil {
+				return nil, err
+			}
 		}
 		return s, nil
 	}

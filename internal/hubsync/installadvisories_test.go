@@ -1,0 +1,189 @@
+package hubsync_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/hubsync"
+	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
+)
+
+// advise publishes, as dave, an advisory of level against dave/hello from
+// introduced, fixed in fixed ("" for none), and returns its id.
+func (e *env) advise(t *testing.T, level, introduced, fixed string) string {
+	t.Helper()
+	a, err := e.dave.PublishAdvisory(context.Background(), hub.AdvisoryRequest{Target: "dave/hello",
+		Ranges: []hub.Range{{Introduced: introduced, Fixed: fixed}}, Summary: "greet sends the name to the relay",
+		Details: "The greeting leaks.", Severity: hub.Severity{Level: level}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a.ID
+}
+
+func yes(hubsync.Plan) (bool, error) { return true, nil }
+
+// advisoryRecords returns the audit records of capability advisory for
+// dave/hello.
+func advisoryRecords(t *testing.T, st *station.Station) []sandbox.Decision {
+	t.Helper()
+	ctx := context.Background()
+	if err := st.Audit.Flush(ctx); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := st.Store.Audit(ctx, store.AuditFilter{Module: "dave/hello"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []sandbox.Decision
+	for _, r := range recs {
+		if r.Capability == sandbox.Advisory {
+			out = append(out, r.Decision)
+		}
+	}
+	return out
+}
+
+// TestInstallRefusesACriticalAdvisory: a version an advisory at or above
+// advisories.block (default critical) affects is not installed — nothing
+// is written, even with an approver that says yes, and the refusal is
+// audited; --allow-advisory installs it, stores the allowance (so it runs)
+// and audits the override; the fixed version installs with nothing to say.
+func TestInstallRefusesACriticalAdvisory(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(t, e.signer, "1.0.0", nil, none())
+	e.publish(t, e.signer, "1.1.0", nil, none()) // the hub records a fix only once it is published
+	id := e.advise(t, hub.SeverityCritical, "0", "1.1.0")
+
+	_, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, yes)
+	var blocked *hubsync.AdvisoryBlockedError
+	if !errors.As(err, &blocked) || blocked.ID != id || blocked.FixedIn != "1.1.0" {
+		t.Fatalf("install of an affected version: %v, want an AdvisoryBlockedError of %s fixed in 1.1.0", err, id)
+	}
+	for _, want := range []string{id, "critical", "greet sends the name to the relay", "install dave/hello@1.1.0 instead", "--allow-advisory " + id} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("refusal %q does not say %q", err, want)
+		}
+	}
+	if _, err := e.sess.Station.Store.Module(ctx, "dave/hello"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("the refused version is installed: %v", err)
+	}
+	if recs := advisoryRecords(t, e.sess.Station); len(recs) != 1 || recs[0].Allowed || recs[0].Target != id {
+		t.Errorf("audit records of the refusal: %+v", recs)
+	}
+
+	// The override: installed, allowed, audited, and it runs.
+	e.sess.AllowAdvisories = []string{id}
+	var shown hubsync.Plan
+	res, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, func(p hubsync.Plan) (bool, error) { shown = p; return true, nil })
+	if err != nil || !res.Changed {
+		t.Fatalf("install with --allow-advisory: %+v, %v", res, err)
+	}
+	if len(shown.Advisories) != 1 || shown.Advisories[0].ID != id || !shown.NeedsApproval() {
+		t.Errorf("the plan did not show the advisory: %+v", shown.Advisories)
+	}
+	if d := strings.Join(shown.Differences(), "\n"); !strings.Contains(d, "IS AFFECTED BY ADVISORY "+id+" (critical)") || !strings.Contains(d, "fixed in 1.1.0") {
+		t.Errorf("the plan's differences do not name the advisory:\n%s", d)
+	}
+	allows, err := e.sess.Station.Store.AdvisoryAllows(ctx, "dave/hello")
+	if err != nil || len(allows) != 1 || allows[0].Advisory != id || allows[0].Version != "1.0.0" {
+		t.Fatalf("allowance stored: %+v, %v", allows, err)
+	}
+	if _, err := e.sess.Station.Run(ctx, "dave/hello", "greet", []byte(`{"name":"x"}`)); err != nil {
+		t.Fatalf("an allowed version does not run: %v", err)
+	}
+
+	// The fix: nothing against it.
+	e.sess.AllowAdvisories = nil
+	shown = hubsync.Plan{}
+	if _, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.1.0"}, func(p hubsync.Plan) (bool, error) { shown = p; return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(shown.Advisories) != 0 {
+		t.Errorf("the fixed version is shown as affected: %+v", shown.Advisories)
+	}
+	if _, err := e.sess.Station.Run(ctx, "dave/hello", "greet", []byte(`{"name":"x"}`)); err != nil {
+		t.Errorf("the fixed version does not run: %v", err)
+	}
+}
+
+// TestInstallAsksAboutAnAdvisoryBelowTheThreshold: an advisory below
+// advisories.block does not refuse, but the plan needs approval even when
+// the permissions did not change, so a daemon's sync records the change as
+// pending instead of installing a version with a known flaw unseen.
+func TestInstallAsksAboutAnAdvisoryBelowTheThreshold(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(t, e.signer, "1.0.0", nil, none())
+	id := e.advise(t, hub.SeverityHigh, "1.0.0", "")
+
+	_, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, nil)
+	var pending *hubsync.PendingError
+	if !errors.As(err, &pending) || !strings.Contains(err.Error(), "IS AFFECTED BY ADVISORY "+id+" (high)") {
+		t.Fatalf("an install nobody can approve: %v, want a PendingError naming %s", err, id)
+	}
+	if _, err := e.sess.Station.Store.Module(ctx, "dave/hello"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a pending install wrote the module: %v", err)
+	}
+	declined := func(hubsync.Plan) (bool, error) { return false, nil }
+	if _, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, declined); !errors.Is(err, station.ErrNotApproved) {
+		t.Fatalf("declined: %v", err)
+	}
+	if _, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, yes); err != nil {
+		t.Fatalf("approved: %v", err)
+	}
+	// It runs, with a warning in the audit log.
+	if _, err := e.sess.Station.Run(ctx, "dave/hello", "greet", []byte(`{"name":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if recs := advisoryRecords(t, e.sess.Station); len(recs) != 1 || !recs[0].Allowed || recs[0].Target != id {
+		t.Errorf("audit records of the run: %+v", recs)
+	}
+}
+
+// TestPushRefusesAnAffectedOrYankedVersion: team push refuses to pin a
+// version an advisory of any severity affects, or one that is yanked,
+// unless the operator overrides that advisory or yanked versions; the
+// lockfile is not changed by a refused push.
+func TestPushRefusesAnAffectedOrYankedVersion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(t, e.signer, "1.0.0", nil, none())
+	if _, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, yes); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := e.sess.CreateTeam(ctx, "acme", false); err != nil {
+		t.Fatal(err)
+	}
+	id := e.advise(t, hub.SeverityLow, "0", "")
+
+	_, _, err := e.sess.Push(ctx, "acme", []string{"dave/hello"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "IS AFFECTED BY ADVISORY "+id+" (low)") || !strings.Contains(err.Error(), "--allow-advisory") {
+		t.Fatalf("push of an affected version: %v", err)
+	}
+	if tl, err := e.sess.Client.Lockfile(ctx, "acme"); err != nil || tl.Revision != 0 {
+		t.Fatalf("a refused push changed the lockfile: %+v, %v", tl, err)
+	}
+	e.sess.AllowAdvisories = []string{id}
+	if tl, _, err := e.sess.Push(ctx, "acme", []string{"dave/hello"}, nil); err != nil || tl.Revision != 1 {
+		t.Fatalf("push with --allow-advisory: %+v, %v", tl, err)
+	}
+
+	if _, err := e.dave.Yank(ctx, "dave/hello", "1.0.0", "leaks the greeting"); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = e.sess.Push(ctx, "acme", []string{"dave/hello"}, nil)
+	if err == nil || !strings.Contains(err.Error(), "is yanked") || !strings.Contains(err.Error(), "leaks the greeting") || !strings.Contains(err.Error(), "--allow-yanked") {
+		t.Fatalf("push of a yanked version: %v", err)
+	}
+	e.sess.AllowYanked = true
+	if tl, _, err := e.sess.Push(ctx, "acme", []string{"dave/hello"}, nil); err != nil || tl.Revision != 2 {
+		t.Fatalf("push with --allow-yanked: %+v, %v", tl, err)
+	}
+}
