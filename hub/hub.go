@@ -21,6 +21,10 @@
 //   - 1, additions (2026-12): invite ids (Invite.ID); listing and revoking
 //     pending invites (PendingInvite, CodeInviteNotFound); an invite is
 //     usable only while its creator is an owner of the team.
+//   - 1, additions (2026-12): security reports (Report, their threads,
+//     triage), credits, admins (Account.Admin), station releases, and
+//     advisories in the OSV format with their feed and events; codes
+//     1600-1609.
 package hub
 
 import "time"

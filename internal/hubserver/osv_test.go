@@ -67,7 +67,7 @@ func osvErr(sch *jsonschema.Schema, raw []byte) error {
 func validateOSV(t *testing.T, sch *jsonschema.Schema, what string, raw []byte) {
 	t.Helper()
 	if err := osvErr(sch, raw); err != nil {
-		t.Errorf("%s is not a valid OSV record: %v\n%s", what, err, raw)
+		t.Errorf("%s is not a valid OSV record: %#v\n%s", what, err, raw)
 	}
 }
 

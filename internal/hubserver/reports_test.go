@@ -109,6 +109,17 @@ func TestReportLifeCycle(t *testing.T) {
 	c := newCast(t)
 	sub := subscribe(t, c.mallory, lastSeq(t, c.h))
 	within(t, sub.connected, "connection")
+	sch := osvSchema(t)
+	// stage validates the record of id as GET /v1/advisories/{id} serves
+	// it at this stage of its life.
+	stage := func(what, id string) {
+		t.Helper()
+		a := send(t, c.h, "GET", "/v1/advisories/"+id, "", nil)
+		if a.status != 200 {
+			t.Fatalf("GET advisory %s = %d %s", id, a.status, a.body)
+		}
+		validateOSV(t, sch, "the advisory "+what, a.body)
+	}
 
 	r := file(t, c.erin, xss("dave/x"))
 	if !hub.ValidReportID(r.ID) || r.State != hub.StateNew || r.Reporter != "erin" || r.Reproduction == "" || r.PublishedAt != nil ||
@@ -146,6 +157,7 @@ func TestReportLifeCycle(t *testing.T) {
 	if rs := a.Ranges("dave/x"); len(rs) != 1 || rs[0] != (hub.Range{Introduced: "1.0.0"}) || !a.AffectsVersion("dave/x", "1.0.0") {
 		t.Errorf("ranges = %+v", rs)
 	}
+	stage("of a confirmed private report, with a CVSS vector", r.Advisory)
 
 	publish(t, c.dave, c.daveKey, "dave/x", "1.0.1")
 	sub.next(t, hub.EventModulePublished)
@@ -159,6 +171,7 @@ func TestReportLifeCycle(t *testing.T) {
 		!fixed.Published.Equal(a.Published.Time) || fixed.AffectsVersion("dave/x", "1.0.1") || fixed.FixedIn("dave/x", "1.0.0") != "1.0.1" {
 		t.Errorf("advisory after the fix = %s", mustJSON(t, fixed))
 	}
+	stage("with its fixed event", r.Advisory)
 	feed, err := c.anon.AdvisoryFeed(ctx, 0, 0)
 	if err != nil || len(feed.Advisories) != 1 || feed.Advisories[0].ID != r.Advisory || feed.Advisories[0].FixedIn("dave/x", "1.0.0") != "1.0.1" ||
 		feed.More || feed.Cursor != lastSeq(t, c.h) {
@@ -179,6 +192,7 @@ func TestReportLifeCycle(t *testing.T) {
 	if pub.Database.Report != r.ID || len(pub.References) != 1 || pub.References[0] != (hub.OSVRef{Type: "REPORT", URL: testPublicURL + "/v1/reports/" + r.ID}) {
 		t.Errorf("advisory of the published report = %s", mustJSON(t, pub))
 	}
+	stage("of the published report, with its REPORT reference", r.Advisory)
 	seen, err := c.mallory.Report(ctx, r.ID)
 	if err != nil || seen.Body != r.Body || seen.Reproduction != "" || len(seen.Thread) != len(r.Thread) {
 		t.Errorf("a third party reads the published report: %+v, %v (the reproduction stays with the participants)", seen, err)
@@ -234,7 +248,6 @@ func TestReportLifeCycle(t *testing.T) {
 	if again, err := c.dave.WithdrawAdvisory(ctx, direct.ID, "again"); err != nil || again.Withdrawn == nil {
 		t.Errorf("withdrawing twice = %+v, %v", again, err)
 	}
-	sch := osvSchema(t)
 	served := map[string]int{}
 	check := func(what string, raw json.RawMessage) {
 		t.Helper()
@@ -265,6 +278,27 @@ func TestReportLifeCycle(t *testing.T) {
 	withdrawn, _ := c.anon.Advisory(ctx, direct.ID)
 	if withdrawn.Withdrawn == nil || withdrawn.AffectsVersion("dave/x", "1.0.0") || len(withdrawn.Credits) != 2 || withdrawn.Severity != nil {
 		t.Errorf("withdrawn advisory = %s", mustJSON(t, withdrawn))
+	}
+
+	// A withdrawn advisory of a report stays withdrawn: the report's
+	// changes leave it be, and asking for it again is refused.
+	if _, err := c.root.WithdrawAdvisory(ctx, r.Advisory, "superseded"); err != nil {
+		t.Fatal(err)
+	}
+	sub.next(t, hub.EventAdvisoryWithdrawn)
+	stage("withdrawn, of a report", r.Advisory)
+	before, _ := c.dave.Report(ctx, r.ID)
+	if last := before.Thread[len(before.Thread)-1]; last.Kind != hub.ReportAdvisory || last.Reason != "superseded" || last.Actor != "root" {
+		t.Errorf("the withdrawal in the thread: %+v", last)
+	}
+	wantCode(t, "an advisory again after its withdrawal", triageErr(c.dave, r.ID, hub.TriageRequest{State: hub.StateFixed, FixedIn: "1.0.1", Advisory: true}), hub.CodeStateChangeInvalid)
+	if after, _ := c.dave.Report(ctx, r.ID); after.State != hub.StateConfirmed || len(after.Thread) != len(before.Thread) {
+		t.Errorf("the refused triage changed the report: %+v", after)
+	}
+	seq := lastSeq(t, c.h)
+	triage(t, c.dave, r.ID, hub.TriageRequest{State: hub.StateFixed, FixedIn: "1.0.1"})
+	if w, _ := c.anon.Advisory(ctx, r.Advisory); w.Withdrawn == nil || w.FixedIn("dave/x", "1.0.0") != "" || lastSeq(t, c.h) != seq {
+		t.Errorf("a fix changed the withdrawn advisory: %s", mustJSON(t, w))
 	}
 }
 
