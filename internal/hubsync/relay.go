@@ -13,13 +13,19 @@ import (
 
 // Runner follows the hub's relay for a station's daemon: it applies a team
 // lockfile as soon as a push is relayed (changes within the approval at
-// once, escalations recorded as pending), and follows the account's
-// memberships. The cursor of the last event handled is kept in the store,
-// so a restarted daemon resumes where it stopped and misses nothing.
+// once, escalations recorded as pending), follows the account's
+// memberships, and reads the advisory feed (SyncAdvisories) when it starts
+// and on every advisory and yank event, so that the station's run gate
+// refuses a module a new critical advisory affects on its next call,
+// without a restart. The cursor of the last event handled is kept in the
+// store, so a restarted daemon resumes where it stopped and misses nothing.
 type Runner struct {
 	Session *Session
 	// OnApplied, if set, is called after each lockfile was applied.
 	OnApplied func(*Report)
+	// OnAdvisories, if set, is called after an advisory or yank event made
+	// the runner store what the advisory feed brought.
+	OnAdvisories func(SyncResult)
 	// OnConnect, if set, is called each time the relay stream is
 	// established, with the cursor it resumes from.
 	OnConnect func(cursor int64)
@@ -38,6 +44,13 @@ func (r *Runner) Run(ctx context.Context) error {
 		minWait = 500 * time.Millisecond
 	}
 	wait := minWait
+	// Catch up on the advisories published before the station followed
+	// the relay (or while it was stopped, past the relay's replay): the
+	// feed has them all. A failure is retried with the next advisory
+	// event.
+	if _, err := s.SyncAdvisories(ctx); err != nil && ctx.Err() == nil {
+		log.Warn("hub relay: reading the advisory feed failed; it is read again on the next advisory event", "hub", s.Login.URL, "err", err.Error())
+	}
 	for {
 		l, err := s.Station.Store.HubLogin(ctx)
 		if err != nil {
@@ -126,6 +139,21 @@ func (r *Runner) handle(ctx context.Context, ev hub.Event) error {
 	case hub.EventLockfilePushed:
 		t, err := st.HubTeam(ctx, ev.Team)
 		sync = err == nil && ev.Revision > t.Revision
+	}
+	if advisoryEvent(ev.Kind) {
+		// The feed, not the event, says what changed: it is read from the
+		// stored cursor, so an event replayed or relayed twice reads
+		// nothing new.
+		res, err := s.SyncAdvisories(ctx)
+		switch {
+		case hub.CodeOf(err) == hub.CodeNoEndpoint:
+			// A hub without the advisory feed still relays yanks.
+			s.log().Warn("hub relay: the hub has no advisory feed; its yanks and advisories are not applied", "seq", ev.Seq, "kind", ev.Kind)
+		case err != nil:
+			return err
+		case r.OnAdvisories != nil && res.Advisories+res.Yanks > 0:
+			r.OnAdvisories(res)
+		}
 	}
 	if sync {
 		rep, err := s.Sync(ctx, ev.Team, nil)
