@@ -31,7 +31,8 @@ func NewCmdReleaseRecord(f *cmdutil.Factory, runF func(*ReleaseRecordOptions) er
 		Long: `Record tells the hub that the station was released as VERSION, so that a
 report against the station can be fixed in it (station report triage ID
 --state fixed --fixed-in VERSION) and advisories can name it. Only the hub's
-admins record releases, and a release is recorded once.
+admins record releases (the hub's operator makes one: station hub user admin
+NAME), and a release is recorded once.
 
 VERSION is a semantic version, written 0.72.0, v0.72.0 or station-v0.72.0
 (the release's name); the hub is sent 0.72.0.

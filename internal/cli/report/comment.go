@@ -28,9 +28,10 @@ func NewCmdComment(f *cmdutil.Factory, runF func(*CommentOptions) error) *cobra.
 		Use:   "comment ID (--body TEXT | --body-file FILE)",
 		Short: "Add a comment to a report's thread",
 		Long: `Comment adds to a report's thread: the reporter answering the owner's
-questions, the owner asking them, more detail. Everyone who may read the
-report reads it (until the report is published: its reporter, the target's
-owner and the hub's admins; then everyone).
+questions, the owner asking them, more detail. Only the reporter and the
+target's maintainers (its owner, the hub's admins) comment; everyone who may
+read the report reads it (until the report is published: they alone; then
+everyone).
 
 --verified-in VERSION says the comment is about checking the report again on
 that version (the flaw is still there, or it is gone): the version must exist

@@ -30,9 +30,9 @@ func NewCmdCredits(f *cmdutil.Factory, runF func(*CreditsOptions) error) *cobra.
 		Long: `Credits shows the credits an account earned for its security reports — the
 balance and every award: how many, what for, who awarded it and when — of the
 account this station is logged in as, or of ACCOUNT. Credits are public. An
-award names its report and target only once the report is published: until
-then it says "a private report", so that a credit does not tell that a
-private report exists.
+award says what it was for, who awarded it and for which report only once the
+report is published: until then it shows its amount and time, and "a private
+report", so that a credit tells nothing of a private report.
 
 With --json: {"account", "balance", "history": [{"amount", "reason",
 "awarded_by", "time", "report", "target"}]}.`,
@@ -73,7 +73,7 @@ func (r CreditsResult) Text(w io.Writer) error {
 		if e.Report != "" {
 			report = cmdutil.TermText(e.Report) + " (" + cmdutil.TermText(e.Target) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%+d\t%s\t%s\t%s\n", when(e.Time), e.Amount, cmdutil.TermText(e.Reason), cmdutil.TermText(e.AwardedBy), report)
+		fmt.Fprintf(tw, "%s\t%+d\t%s\t%s\t%s\n", when(e.Time), e.Amount, orDash(e.Reason), orDash(e.AwardedBy), report)
 	}
 	return tw.Flush()
 }
@@ -95,4 +95,12 @@ func creditsRun(ctx context.Context, opts *CreditsOptions) error {
 		c.History = []hub.CreditEntry{}
 	}
 	return cmdutil.Print(opts.IO.Out, opts.JSON, CreditsResult(c))
+}
+
+// orDash is a cell of the hub's text, "-" when the hub left it out.
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return cmdutil.TermText(s)
 }

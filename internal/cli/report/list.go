@@ -53,8 +53,11 @@ their body and thread: station report show has them).`,
 					return err
 				}
 			}
-			if opts.Filter.Offset < 0 || opts.Filter.Limit < 0 {
-				return cmdutil.Usagef("--offset and --limit may not be negative")
+			if opts.Filter.Offset < 0 {
+				return cmdutil.Usagef("--offset may not be negative")
+			}
+			if opts.Filter.Limit < 0 || opts.Filter.Limit > maxPage {
+				return cmdutil.Usagef("--limit is 1 to %d (the hub's largest page; --offset shows the next)", maxPage)
 			}
 			if runF != nil {
 				return runF(opts)
@@ -70,6 +73,10 @@ their body and thread: station report show has them).`,
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }
+
+// maxPage is the largest page of reports a hub answers
+// (docs/hub-protocol.md).
+const maxPage = 100
 
 // ListResult is a page of reports.
 type ListResult hub.ReportList

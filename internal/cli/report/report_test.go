@@ -69,6 +69,7 @@ func TestListShowCommentFlags(t *testing.T) {
 		{Args: []string{"--state", "open"}, Code: usage},
 		{Args: []string{"--target", "x"}, Code: usage},
 		{Args: []string{"--offset", "-1"}, Code: usage},
+		{Args: []string{"--limit", "101"}, Code: usage},
 		{Args: []string{"x"}, Code: usage},
 	})
 	clitest.CheckFlags(t, func(runF func(*ShowOptions) error) *cobra.Command { return NewCmdShow(clitest.Factory(), runF) }, []clitest.FlagCase[ShowOptions]{

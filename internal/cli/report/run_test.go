@@ -141,7 +141,8 @@ func sample() hub.Report {
 			{Seq: 4, Kind: hub.ReportComment, Actor: "bob", Time: at(25), VerifiedIn: "1.3.0", Comment: "Still there.\nSame log line."},
 			{Seq: 5, Kind: hub.ReportComment, Actor: "alice", Time: at(26), Comment: "Thanks."},
 			{Seq: 6, Kind: hub.ReportAdvisory, Actor: "alice", Time: at(26), Advisory: "STATION-2026-0001"},
-			{Seq: 7, Kind: "reopened-by-robot", Actor: "hub", Time: at(26)},
+			{Seq: 7, Kind: hub.ReportSeverity, Actor: "alice", Time: at(26), Severity: &hub.Severity{Level: "critical"}},
+			{Seq: 8, Kind: "reopened-by-robot", Actor: "hub", Time: at(26)},
 		}}
 }
 
@@ -269,6 +270,7 @@ func TestShow(t *testing.T) {
 		`  ` + local(25) + `  bob  verified on 1\.3\.0\n    Still there\.\n    Same log line\.\n`,
 		`  alice  commented\n    Thanks\.\n`,
 		`  alice  published advisory STATION-2026-0001\n`,
+		`  alice  severity set to critical\n`,
 		`  hub  reopened-by-robot\n`,
 	} {
 		if !regexp.MustCompile(re).MatchString(out) {
@@ -282,7 +284,7 @@ func TestShow(t *testing.T) {
 	// --json is the report exactly, thread and all.
 	out, _, err = h.run(t, "", "show", id, "--json")
 	var got hub.Report
-	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Body != sample().Body || len(got.Thread) != 7 || got.Thread[3].VerifiedIn != "1.3.0" {
+	if err != nil || json.Unmarshal([]byte(out), &got) != nil || got.Body != sample().Body || len(got.Thread) != 8 || got.Thread[3].VerifiedIn != "1.3.0" {
 		t.Errorf("show --json: %v\n%s", err, out)
 	}
 
@@ -408,7 +410,7 @@ func TestTriage(t *testing.T) {
 func TestCreditsAndFame(t *testing.T) {
 	credits := hub.Credits{Account: "bob", Balance: 7, History: []hub.CreditEntry{
 		{Amount: 5, Reason: "clear reproduction", AwardedBy: "alice", Time: filed, Report: id, Target: "alice/hello"},
-		{Amount: 2, Reason: "good find", AwardedBy: "dave", Time: updated},
+		{Amount: 2, Time: updated},
 	}}
 	h := newHub(t, map[string]any{"GET /accounts/bob/credits": credits, "GET /accounts/erin/credits": hub.Credits{Account: "erin"},
 		"GET /credits": hub.HallOfFame{Reporters: []hub.Reporter{{Account: "bob", Credits: 7, Awards: 2}, {Account: "erin", Credits: 7, Awards: 1}, {Account: "zed", Credits: 1, Awards: 1}}}})
@@ -417,7 +419,7 @@ func TestCreditsAndFame(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, re := range []string{`^bob: 7 credits from 2 award\(s\)\n`, `WHEN\s+CREDITS\s+REASON\s+AWARDED BY\s+REPORT\n`,
-		`\+5\s+clear reproduction\s+alice\s+` + id + ` \(alice/hello\)\n`, `\+2\s+good find\s+dave\s+a private report\n`} {
+		`\+5\s+clear reproduction\s+alice\s+` + id + ` \(alice/hello\)\n`, `\+2\s+-\s+-\s+a private report\n`} {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("credits does not match %s:\n%s", re, out)
 		}
@@ -446,8 +448,9 @@ func TestHostileHub(t *testing.T) {
 	x := clitest.Hostile
 	r := hub.Report{ID: x, Target: x, Introduced: x, LastAffected: x, Title: x, Body: x, CWE: x, Severity: hub.Severity{Level: x, CVSS: x},
 		Reproduction: x, State: x, Reporter: x, FixedIn: x, DuplicateOf: x, Advisory: x, PublishedAt: &updated}
-	for _, k := range []string{hub.ReportFiled, hub.ReportState, hub.ReportCredit, hub.ReportComment, hub.ReportPublished, hub.ReportAdvisory, x} {
-		r.Thread = append(r.Thread, hub.ReportEvent{Kind: k, Actor: x, Comment: x, From: x, To: x, FixedIn: x, DuplicateOf: x, VerifiedIn: x, Credits: 1, Reason: x, Advisory: x})
+	for _, k := range []string{hub.ReportFiled, hub.ReportState, hub.ReportCredit, hub.ReportComment, hub.ReportPublished, hub.ReportAdvisory, hub.ReportSeverity, x} {
+		r.Thread = append(r.Thread, hub.ReportEvent{Kind: k, Actor: x, Comment: x, From: x, To: x, FixedIn: x, DuplicateOf: x, VerifiedIn: x, Credits: 1, Reason: x, Advisory: x,
+			Severity: &hub.Severity{Level: x, CVSS: x}})
 	}
 	private := r
 	private.PublishedAt = nil

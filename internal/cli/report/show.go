@@ -29,8 +29,8 @@ func NewCmdShow(f *cmdutil.Factory, runF func(*ShowOptions) error) *cobra.Comman
 		Long: `Show prints a report: its target, state, severity, the versions it affects,
 its reporter, what became of it (fixed in, duplicate of, advisory, credits,
 published), its body and reproduction, and its thread as a conversation — who
-did what and when: state changes, credits awarded, comments, re-checks on a
-version.
+did what and when: state changes, severity changes, credits awarded,
+comments, re-checks on a version.
 
 A private report is shown only to its reporter, the target's owner and the
 hub's admins; to anyone else it does not exist (report_not_found), exactly as
@@ -38,7 +38,7 @@ an id that was never filed. Bodies and comments are Markdown, shown as written.
 
 With --json: the report with "body", "reproduction" and "thread": [{"seq",
 "kind", "actor", "time", "comment", "from", "to", "fixed_in", "duplicate_of",
-"verified_in", "credits", "reason", "advisory"}].`,
+"verified_in", "credits", "reason", "advisory", "severity"}].`,
 		Example: "  station report show R-7kq2m4xw3pna\n  station report show R-7kq2m4xw3pna --json",
 		Args:    cmdutil.ExactArgs(1, "ID"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -156,6 +156,11 @@ func what(e hub.ReportEvent) string {
 			return "verified on " + cmdutil.TermText(e.VerifiedIn)
 		}
 		return "commented"
+	case hub.ReportSeverity:
+		if e.Severity == nil {
+			return "changed the severity"
+		}
+		return "severity set to " + severity(*e.Severity)
 	case hub.ReportPublished:
 		return "published the report"
 	case hub.ReportAdvisory:
