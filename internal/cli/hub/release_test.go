@@ -22,7 +22,9 @@ import (
 // TestReleaseFlags: a release is named by its version, with or without
 // "v" or "station-v"; the hub is sent the version alone.
 func TestReleaseFlags(t *testing.T) {
-	clitest.CheckFlags(t, func(runF func(*ReleaseRecordOptions) error) *cobra.Command { return NewCmdReleaseRecord(clitest.Factory(), runF) }, []clitest.FlagCase[ReleaseRecordOptions]{
+	clitest.CheckFlags(t, func(runF func(*ReleaseRecordOptions) error) *cobra.Command {
+		return NewCmdReleaseRecord(clitest.Factory(), runF)
+	}, []clitest.FlagCase[ReleaseRecordOptions]{
 		{Args: []string{"0.72.0"}, Want: ReleaseRecordOptions{Version: "0.72.0"}},
 		{Args: []string{"v0.72.0"}, Want: ReleaseRecordOptions{Version: "0.72.0"}},
 		{Args: []string{"station-v0.72.0", "--json"}, Want: ReleaseRecordOptions{Version: "0.72.0", JSON: true}},
@@ -34,7 +36,9 @@ func TestReleaseFlags(t *testing.T) {
 		{Args: nil, Code: cmdutil.ExitUsage},
 		{Args: []string{"0.72.0", "0.73.0"}, Code: cmdutil.ExitUsage},
 	})
-	clitest.CheckFlags(t, func(runF func(*ReleaseListOptions) error) *cobra.Command { return NewCmdReleaseList(clitest.Factory(), runF) }, []clitest.FlagCase[ReleaseListOptions]{
+	clitest.CheckFlags(t, func(runF func(*ReleaseListOptions) error) *cobra.Command {
+		return NewCmdReleaseList(clitest.Factory(), runF)
+	}, []clitest.FlagCase[ReleaseListOptions]{
 		{Args: []string{"--json"}, Want: ReleaseListOptions{JSON: true}},
 		{Args: []string{"0.72.0"}, Code: cmdutil.ExitUsage},
 	})
