@@ -88,6 +88,18 @@ func Hint(err error) string {
 		return "ask an owner of the team to push, or to make you an owner"
 	case hub.CodeTeamNotFound:
 		return "station team status lists the teams this station is in"
+	case hub.CodeReportNotFound:
+		return "station report list shows the reports you may read"
+	case hub.CodeNotMaintainer:
+		return "only the target's owner (for station: a hub admin) triages; anyone taking part may comment: station report comment ID --body TEXT"
+	case hub.CodeNotAdmin:
+		return "the hub's operator makes an account an admin on the hub's machine: station hub user admin NAME"
+	case hub.CodeStateChangeInvalid:
+		return "station report show ID shows its state and thread; docs/security-reports.md has the changes each state allows"
+	case hub.CodeFixedVersionNotFound:
+		return "publish the fixed version first (station module publish DIR), then mark the report fixed in it; for station, a hub admin records the release: station hub release record VERSION"
+	case hub.CodeAwardRefused:
+		return "credits go to the reporter of a confirmed report: station report triage ID --state confirmed --award N --reason TEXT"
 	}
 	switch {
 	case errors.Is(err, ErrNotInstalled):
