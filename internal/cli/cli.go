@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/station-dev/station/internal/cli/advisories"
 	"github.com/station-dev/station/internal/cli/audit"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/cli/demo"
@@ -124,7 +125,7 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	v := version.Current()
 	root.Version = v.Version
 	root.SetVersionTemplate(v.String())
-	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), audit.NewCmdAudit(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), reportcmd.NewCmdReport(f), llm.NewCmdLLM(f)} {
+	for _, c := range []*cobra.Command{run.NewCmdRun(f, nil), audit.NewCmdAudit(f, nil), workflow.NewCmdWorkflow(f), team.NewCmdTeam(f), reportcmd.NewCmdReport(f), llm.NewCmdLLM(f), advisories.NewCmdAdvisories(f)} {
 		cmdutil.StationFlags(c, f)
 		root.AddCommand(c)
 	}

@@ -399,9 +399,16 @@ func (s *Station) firstWarning(va *VersionAdvisories, what string) bool {
 	return true
 }
 
-// ErrAdvisoryNotApplicable is wrapped by AllowAdvisory's refusal of an
+// ErrAdvisoryNotApplicable is matched by AllowAdvisory's refusal of an
 // advisory the station does not know, or that does not affect the version.
 var ErrAdvisoryNotApplicable = errors.New("the advisory does not apply")
+
+// notApplicable is such a refusal: its message says what, and it matches
+// ErrAdvisoryNotApplicable.
+type notApplicable struct{ msg string }
+
+func (e *notApplicable) Error() string        { return e.msg }
+func (e *notApplicable) Is(target error) bool { return target == ErrAdvisoryNotApplicable }
 
 // AllowAdvisory records the operator's allowance to install and run
 // module@version although advisory id affects it, and records it in the
@@ -412,8 +419,8 @@ var ErrAdvisoryNotApplicable = errors.New("the advisory does not apply")
 func (s *Station) AllowAdvisory(ctx context.Context, id, module, version, reason string, now time.Time) (AdvisoryMatch, error) {
 	known, err := s.Store.AdvisoryByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
-		return AdvisoryMatch{}, fmt.Errorf("allow %s for %s@%s: this station knows no advisory %s (station advisories refreshes them from the hub; station advisories lists those that affect it): %w",
-			id, module, version, id, ErrAdvisoryNotApplicable)
+		return AdvisoryMatch{}, &notApplicable{fmt.Sprintf("allow %s for %s@%s: this station knows no advisory %s (station advisories reads them from the hub and lists those that affect this station)",
+			id, module, version, id)}
 	}
 	if err != nil {
 		return AdvisoryMatch{}, err
@@ -439,8 +446,8 @@ func (s *Station) AllowAdvisory(ctx context.Context, id, module, version, reason
 		}
 	}
 	if match == nil {
-		return AdvisoryMatch{}, fmt.Errorf("allow %s for %s@%s: the advisory does not affect %s@%s (station advisories show %s says what it affects): %w",
-			id, module, version, module, version, id, ErrAdvisoryNotApplicable)
+		return AdvisoryMatch{}, &notApplicable{fmt.Sprintf("allow %s for %s@%s: the advisory does not affect %s@%s (station advisories show %s says what it affects)",
+			id, module, version, module, version, id)}
 	}
 	a := store.AdvisoryAllow{Module: module, Version: version, Advisory: id, Reason: reason, AllowedAt: now.UTC()}
 	if err := s.Store.PutAdvisoryAllow(ctx, a); err != nil {
