@@ -258,22 +258,26 @@ func TestChangesCountsGateWrites(t *testing.T) {
 	ctx := context.Background()
 	s := open(t)
 	at := time.Unix(1, 0)
-	for name, write := range map[string]func() error{
-		"module":        func() error { return s.PutModule(ctx, Module{ID: "a/b", InstalledAt: at}) },
-		"origin":        func() error { return s.PutHubOrigin(ctx, HubOrigin{Module: "a/b", HubURL: "h", InstalledAt: at}) },
-		"delete origin": func() error { return s.DeleteHubOrigin(ctx, "a/b") },
-		"delete module": func() error { return s.DeleteModule(ctx, "a/b") },
-		"allow": func() error {
+	for _, w := range []struct {
+		name  string
+		write func() error
+	}{
+		{"module", func() error { return s.PutModule(ctx, Module{ID: "a/b", InstalledAt: at}) }},
+		{"origin", func() error { return s.PutHubOrigin(ctx, HubOrigin{Module: "a/b", HubURL: "h", InstalledAt: at}) }},
+		{"delete origin", func() error { return s.DeleteHubOrigin(ctx, "a/b") }},
+		{"delete module", func() error { return s.DeleteModule(ctx, "a/b") }},
+		{"allow", func() error {
 			return s.PutAdvisoryAllow(ctx, AdvisoryAllow{Module: "a/b", Version: "1.0.0", Advisory: "STATION-2026-0001", AllowedAt: at})
-		},
-		"advisories": func() error { return s.PutAdvisories(ctx, "h", nil, nil, 1) },
+		}},
+		{"delete allow", func() error { return s.DeleteAdvisoryAllow(ctx, "a/b", "1.0.0", "STATION-2026-0001") }},
+		{"advisories", func() error { return s.PutAdvisories(ctx, "h", nil, nil, 1) }},
 	} {
 		before := s.Changes()
-		if err := write(); err != nil {
-			t.Fatalf("%s: %v", name, err)
+		if err := w.write(); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
 		}
 		if s.Changes() == before {
-			t.Errorf("%s did not move Changes", name)
+			t.Errorf("%s did not move Changes", w.name)
 		}
 	}
 	before := s.Changes()
