@@ -171,8 +171,8 @@ func scanReportEvent(r sqldb.Scanner) (hub.ReportEvent, error) {
 	return ev, nil
 }
 
-// view returns r as an account with access a sees it, with its thread.
-func view(ctx context.Context, q sqldb.Querier, r storedReport, a access) (hub.Report, error) {
+// view returns r as viewer, with access a, sees it, with its thread.
+func view(ctx context.Context, q sqldb.Querier, r storedReport, viewer string, a access) (hub.Report, error) {
 	out := r.Report
 	if !a.participant {
 		out.Reproduction = ""
@@ -182,7 +182,56 @@ func view(ctx context.Context, q sqldb.Querier, r storedReport, a access) (hub.R
 		return hub.Report{}, fmt.Errorf("read the thread of %s: %w", r.ID, err)
 	}
 	out.Thread = thread
+	if err := hideDuplicate(ctx, q, &out, viewer, a); err != nil {
+		return hub.Report{}, err
+	}
 	return out, nil
+}
+
+// hideDuplicate leaves out the report r duplicates — in r and in the
+// state changes of its thread — unless viewer may read it: a private
+// report is named to no one who may not read it, not even to the reporter
+// of its duplicate (who learns from the state that there is one). The
+// maintainers of r read it always: duplicate_of names a report of the
+// same target.
+func hideDuplicate(ctx context.Context, q sqldb.Querier, r *hub.Report, viewer string, a access) error {
+	if a.maintainer {
+		return nil
+	}
+	readable := map[string]bool{}
+	hide := func(id *string) error {
+		if *id == "" {
+			return nil
+		}
+		ok, known := readable[*id]
+		if !known {
+			other, err := loadReport(ctx, q, *id)
+			if err != nil && !errors.Is(err, ErrNotFound) {
+				return err
+			}
+			if err == nil {
+				oa, err := accessTo(ctx, q, other, viewer)
+				if err != nil {
+					return err
+				}
+				ok = oa.read
+			}
+			readable[*id] = ok
+		}
+		if !ok {
+			*id = ""
+		}
+		return nil
+	}
+	if err := hide(&r.DuplicateOf); err != nil {
+		return err
+	}
+	for i := range r.Thread {
+		if err := hide(&r.Thread[i].DuplicateOf); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // appendReportEvent adds ev to the thread of report inside tx, numbered
@@ -248,7 +297,7 @@ func (s *SQLite) FileReport(ctx context.Context, r hub.Report) (hub.Report, erro
 		if err != nil {
 			return err
 		}
-		out, err = view(ctx, tx, sr, access{read: true, participant: true})
+		out, err = view(ctx, tx, sr, r.Reporter, access{read: true, participant: true})
 		return err
 	})
 	return out, err
@@ -268,7 +317,7 @@ func (s *SQLite) Report(ctx context.Context, id, viewer string) (hub.Report, err
 		if !a.read {
 			return ErrNotFound
 		}
-		out, err = view(ctx, tx, sr, a)
+		out, err = view(ctx, tx, sr, viewer, a)
 		return err
 	})
 	return out, err
@@ -291,6 +340,10 @@ func (s *SQLite) Reports(ctx context.Context, f ReportFilter) ([]hub.Report, err
 	for _, sr := range rows {
 		r := sr.Report
 		r.Body, r.Reproduction = "", ""
+		a := access{maintainer: admin || f.Viewer != "" && f.Viewer == sr.owner}
+		if err := hideDuplicate(ctx, s.db, &r, f.Viewer, a); err != nil {
+			return nil, err
+		}
 		out = append(out, r)
 	}
 	return out, nil
@@ -332,7 +385,7 @@ func (s *SQLite) CommentReport(ctx context.Context, id, actor string, ev hub.Rep
 		if sr, err = loadReport(ctx, tx, id); err != nil {
 			return err
 		}
-		out, err = view(ctx, tx, sr, a)
+		out, err = view(ctx, tx, sr, actor, a)
 		return err
 	})
 	return out, err
@@ -460,7 +513,7 @@ func (s *SQLite) TriageReport(ctx context.Context, id, actor string, req hub.Tri
 		if sr, err = loadReport(ctx, tx, id); err != nil {
 			return err
 		}
-		out, err = view(ctx, tx, sr, a)
+		out, err = view(ctx, tx, sr, actor, a)
 		return err
 	})
 	if err != nil {

@@ -148,10 +148,13 @@ type Store interface {
 	// Report returns a report with its thread, as viewer ("" for no
 	// account) sees it: without the reproduction unless viewer is the
 	// reporter, the target's owner or an admin. ErrNotFound if there is
-	// none or viewer may not read it: the same error.
+	// none or viewer may not read it: the same error. The report it
+	// duplicates (DuplicateOf, in the report and its thread) is named only
+	// to a viewer who may read that one.
 	Report(ctx context.Context, id, viewer string) (hub.Report, error)
 	// Reports lists the reports f.Viewer may read that match f, newest
-	// first, without their body, reproduction and thread.
+	// first, without their body, reproduction and thread (and DuplicateOf
+	// as Report).
 	Reports(ctx context.Context, f ReportFilter) ([]hub.Report, error)
 	// CommentReport appends ev (a comment: Comment and VerifiedIn) to the
 	// thread of report id as actor, and returns the report as actor sees
