@@ -91,7 +91,7 @@ func checkLabel(s string) error {
 // unsafeRune reports control and formatting characters that could rewrite
 // what a terminal shows.
 func unsafeRune(r rune) bool {
-	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f
+	return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 || r == 0x2028 || r == 0x2029 || r >= 0x202a && r <= 0x202e || r >= 0x2066 && r <= 0x2069 || r == 0x200e || r == 0x200f || r == 0x061c
 }
 
 // CreateAccount creates an account with a first token labelled label, for

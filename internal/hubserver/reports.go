@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/station-dev/station/hub"
 )
@@ -72,7 +74,10 @@ func mapReportErr(err error) error {
 // checkField validates a text field of a report, comment or advisory:
 // not empty when required, at most max bytes, without control or
 // formatting characters (but for newlines and tabs when multiline:
-// Markdown).
+// Markdown). The formatting characters are those of Unicode category Cf,
+// invisible all: bidi controls and marks, zero-width spaces, the tag
+// characters that hide ASCII text; but for the zero-width non-joiner and
+// joiner, which scripts such as Persian and emoji sequences need.
 func checkField(field, s string, required bool, max int, multiline bool) error {
 	switch {
 	case required && s == "":
@@ -80,12 +85,18 @@ func checkField(field, s string, required bool, max int, multiline bool) error {
 	case len(s) > max:
 		return hub.Errorf(hub.CodeReportInvalid, "%s is %d bytes, longer than the %d allowed", field, len(s), max)
 	}
-	if strings.ContainsFunc(s, func(r rune) bool { return unsafeRune(r) && !(multiline && (r == '\n' || r == '\t')) }) {
-		what := "a control character"
-		if multiline {
-			what = "a control character other than a newline or a tab"
+	if i := strings.IndexFunc(s, func(r rune) bool {
+		if multiline && (r == '\n' || r == '\t') {
+			return false
 		}
-		return hub.Errorf(hub.CodeReportInvalid, "%s contains %s", field, what)
+		return unsafeRune(r) || unicode.Is(unicode.Cf, r) && r != '\u200c' && r != '\u200d'
+	}); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(s[i:])
+		what := "a control or invisible formatting character"
+		if multiline {
+			what = "a control or invisible formatting character other than a newline or a tab"
+		}
+		return hub.Errorf(hub.CodeReportInvalid, "%s contains %s (U+%04X at byte %d)", field, what, r, i)
 	}
 	return nil
 }
