@@ -133,9 +133,6 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	cmdutil.HomeFlag(sv, f)
 	// module and hub give the station's flags to the subcommands that use
 	// a station home; demo has a --home of its own.
-	hb, release := hub.NewCmdHub(f), hub.NewCmdRelease(f)
-	cmdutil.StationFlags(release, f) // station hub release uses the station's hub login, as login and key do
-	hb.AddCommand(release)
-	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hb, demo.NewCmdDemo(f, nil))
+	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil))
 	return cmdutil.Group(root)
 }

@@ -2,6 +2,7 @@ package hubsync
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -26,6 +27,10 @@ const (
 	// RelayStopped: the station stopped following the relay of Hub, or
 	// could not start (Reason says why).
 	RelayStopped RelayEventKind = "stopped"
+	// RelayAdvisories: advisories or yanks arrived and were applied
+	// (Advisories and Yanks count them); Affected says which installed
+	// versions they affect now.
+	RelayAdvisories RelayEventKind = "advisories"
 )
 
 // RelayEvent is one thing the relay follower did that its operator
@@ -47,6 +52,11 @@ type RelayEvent struct {
 	Asks []string
 	// Reason is why a RelayStopped stopped.
 	Reason string
+	// Advisories and Yanks count what a RelayAdvisories applied; Affected
+	// are the installed versions affected now, in plain words
+	// ("dave/tool@1.0.0: STATION-2026-0001 (critical), does not run").
+	Advisories, Yanks int
+	Affected          []string
 }
 
 // FollowOptions configure Follow.
@@ -143,6 +153,8 @@ func Follow(ctx context.Context, st *station.Station, o FollowOptions) {
 						for _, e := range relayEvents(followed, rep) {
 							report(e)
 						}
+					}, OnAdvisories: func(res SyncResult) {
+						report(advisoriesEvent(ctx, st, followed, res))
 					}}
 					go func(ev RelayEvent) {
 						defer close(done)
@@ -195,4 +207,35 @@ func relayEvents(from RelayEvent, rep *Report) []RelayEvent {
 // (daemon.Options.Background).
 func Follower(st *station.Station, o FollowOptions) func(context.Context) {
 	return func(ctx context.Context) { Follow(ctx, st, o) }
+}
+
+// advisoriesEvent is the event of advisories or yanks the relay brought:
+// how many, and which installed versions they affect now.
+func advisoriesEvent(ctx context.Context, st *station.Station, from RelayEvent, res SyncResult) RelayEvent {
+	e := RelayEvent{Kind: RelayAdvisories, Hub: from.Hub, Account: from.Account, Advisories: res.Advisories, Yanks: res.Yanks}
+	installed, err := st.InstalledAdvisories(ctx)
+	if err != nil {
+		e.Affected = append(e.Affected, "which installed versions are affected could not be read: "+err.Error())
+		return e
+	}
+	for _, va := range installed {
+		for _, m := range va.Advisories {
+			what := "runs, with a warning"
+			switch {
+			case m.Blocks:
+				what = "DOES NOT RUN"
+			case m.Allowed != nil:
+				what = "allowed by you"
+			}
+			sev := m.Severity
+			if sev == "" {
+				sev = "unknown severity"
+			}
+			e.Affected = append(e.Affected, fmt.Sprintf("%s@%s: %s (%s), %s", va.Module, va.Version, m.ID, sev, what))
+		}
+		if va.Yank != nil {
+			e.Affected = append(e.Affected, fmt.Sprintf("%s@%s: yanked on its hub", va.Module, va.Version))
+		}
+	}
+	return e
 }

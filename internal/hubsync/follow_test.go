@@ -131,6 +131,23 @@ func TestFollowPicksUpALoginMadeWhileItRuns(t *testing.T) {
 		t.Errorf("installed %s while 1.1.0 waits for approval", rec.Version)
 	}
 
+	// An advisory against the running 1.0.0: applied at once, and the
+	// event says what it means for this station.
+	adv, err := dave.PublishAdvisory(ctx, hub.AdvisoryRequest{Target: "dave/hello", Ranges: []hub.Range{{Introduced: "0", Fixed: "1.1.0"}},
+		Summary: "greet leaks", Details: "It does.", Severity: hub.Severity{Level: hub.SeverityCritical}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "dave/hello@1.0.0: " + adv.ID + " (critical), DOES NOT RUN"
+	fixture.Eventuallyf(t, 20*time.Second, func() bool {
+		for _, e := range got.of(hubsync.RelayAdvisories) {
+			if e.Hub == h.URL && e.Advisories >= 1 && strings.Join(e.Affected, "; ") == want {
+				return true
+			}
+		}
+		return false
+	}, "the advisories event saying %q", want)
+
 	// A logout stops the relay, and says so.
 	if err := hubsync.Logout(ctx, st); err != nil {
 		t.Fatal(err)

@@ -77,13 +77,9 @@ func (s *Session) refreshAdvisoriesOf(ctx context.Context, id string) error {
 // feed, leaving the feed's cursor where it is.
 func (s *Session) storeAdvisories(ctx context.Context, list []hub.OSV, yanks []hub.Yank) error {
 	st := s.Station
-	usable := list[:0:0]
-	for _, a := range list {
-		if hub.ValidAdvisoryID(a.ID) && !a.Modified.IsZero() && len(a.Affected) > 0 {
-			usable = append(usable, a)
-		} else {
-			s.log().Warn("ignored an advisory the hub sent that the station cannot use", "hub", s.Login.URL, "id", sandbox.SanitizeLimit(a.ID, 64))
-		}
+	usable, yanks, skipped := usableFeed(hub.AdvisoryFeed{Advisories: list, Yanks: yanks})
+	for _, why := range skipped {
+		s.log().Warn("ignored what the hub sent that the station cannot use: "+why, "hub", s.Login.URL)
 	}
 	if len(usable)+len(yanks) == 0 {
 		return nil

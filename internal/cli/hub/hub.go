@@ -29,15 +29,16 @@ relays changes to stations (docs/hub-protocol.md).
 
 On a station: 'station hub login' saves a hub's URL and an API token for the
 station, 'station hub whoami' shows the login, 'station hub key create' makes
-the key 'station module publish' signs with, and 'station hub logout' forgets
-the login. Running a hub: 'station hub serve', and 'station hub user' for its
+the key 'station module publish' signs with, 'station hub release' records and
+lists the station's releases (admins record them, for reports against the
+station), and 'station hub logout' forgets the login. Running a hub: 'station hub serve', and 'station hub user' for its
 accounts and tokens (an operator's commands, on the hub's machine).`,
 		Example: `  station hub serve --bootstrap-user dave
   station hub login --url http://127.0.0.1:7777 --token-stdin < token.txt
   station hub whoami
   station hub key create`,
 	}
-	onStation := []*cobra.Command{NewCmdLogin(f, nil), NewCmdLogout(f, nil), NewCmdWhoami(f, nil), NewCmdKey(f)}
+	onStation := []*cobra.Command{NewCmdLogin(f, nil), NewCmdLogout(f, nil), NewCmdWhoami(f, nil), NewCmdKey(f), NewCmdRelease(f)}
 	for _, sub := range onStation {
 		cmdutil.StationFlags(sub, f)
 	}

@@ -472,6 +472,7 @@ func TestPrintersEscape(t *testing.T) {
 		{Kind: hubsync.RelayPending, Hub: h, Team: h, Module: h, Version: h, FromVersion: h, Asks: []string{h, h}},
 		{Kind: hubsync.RelayStopped, Hub: h, Reason: h},
 		{Kind: hubsync.RelayStopped, Reason: h},
+		{Kind: hubsync.RelayAdvisories, Hub: h, Advisories: 1, Affected: []string{h, h}},
 		{Kind: hubsync.RelayEventKind(h)},
 	} {
 		buf.Reset()
@@ -498,6 +499,9 @@ func TestRelayLines(t *testing.T) {
 			"team acme: alice/new@1.0.0 waits for your approval (revision 4; not installed): it may run any program; review: station team status acme, approve: station team sync acme"},
 		{hubsync.RelayEvent{Kind: hubsync.RelayStopped, Hub: "https://hub.example", Reason: "the hub login changed"}, "stopped following the hub relay at https://hub.example: the hub login changed"},
 		{hubsync.RelayEvent{Kind: hubsync.RelayStopped, Reason: "cannot follow the hub login: no token"}, "not following the hub relay: cannot follow the hub login: no token"},
+		{hubsync.RelayEvent{Kind: hubsync.RelayAdvisories, Hub: "https://hub.example", Advisories: 1, Affected: []string{"alice/x@1.0.0: STATION-2026-0001 (critical), DOES NOT RUN"}},
+			"advisories from https://hub.example: 1 advisories and 0 yanks applied; now alice/x@1.0.0: STATION-2026-0001 (critical), DOES NOT RUN; station advisories lists them"},
+		{hubsync.RelayEvent{Kind: hubsync.RelayAdvisories, Hub: "https://hub.example", Yanks: 2}, "advisories from https://hub.example: 0 advisories and 2 yanks applied; no installed version is affected"},
 	} {
 		if got := relayLine(tc.e); got != tc.want {
 			t.Errorf("relayLine(%+v)\n got %s\nwant %s", tc.e, got, tc.want)

@@ -45,6 +45,12 @@ func relayLine(e hubsync.RelayEvent) string {
 		}
 		return fmt.Sprintf("team %s: %s@%s waits for your approval (revision %d; %s): it %s; review: station team status %s, approve: station team sync %s",
 			t(e.Team), t(e.Module), t(e.Version), e.Revision, from, strings.Join(cmdutil.TermList(e.Asks), "; "), t(e.Team), t(e.Team))
+	case hubsync.RelayAdvisories:
+		now := "no installed version is affected"
+		if len(e.Affected) > 0 {
+			now = "now " + strings.Join(cmdutil.TermList(e.Affected), "; ") + "; station advisories lists them"
+		}
+		return fmt.Sprintf("advisories from %s: %d advisories and %d yanks applied; %s", t(e.Hub), e.Advisories, e.Yanks, now)
 	case hubsync.RelayStopped:
 		if e.Hub == "" {
 			return "not following the hub relay: " + t(e.Reason)
