@@ -142,6 +142,15 @@ func TestAdvisoriesCommand(t *testing.T) {
 	if strings.Contains(r.err, "not logged in") || strings.Contains(r.err, "could not read") {
 		t.Errorf("--offline spoke of the hub: %s", r.err)
 	}
+	// Withdrawn, it is refused again; allowed again, it runs.
+	tr.add(station(t, erin, "", "advisories", "allow", id, "dave/hello@1.0.0", "--revoke")).want(t, 0)
+	if r := tr.add(station(t, erin, "", "run", "dave/hello", "greet", "--input", `{"name":"Ada"}`)).want(t, cli.ExitViolation); !strings.Contains(r.err, id) {
+		t.Errorf("the run after the allowance was withdrawn:\n%s", r.err)
+	}
+	if r := tr.add(station(t, erin, "", "advisories", "allow", id, "dave/hello@1.0.0", "--revoke")).want(t, cli.ExitError); !strings.Contains(r.err, "is not allowed for dave/hello@1.0.0") {
+		t.Errorf("withdrawing an allowance twice:\n%s", r.err)
+	}
+	tr.add(station(t, erin, "", "advisories", "allow", id, "dave/hello@1.0.0", "--reason", "names are public here")).want(t, 0)
 
 	// The upgrade to the fixed version clears it.
 	tr.add(station(t, erin, "", "module", "upgrade", "dave/hello")).want(t, 0)

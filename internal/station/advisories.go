@@ -459,3 +459,20 @@ func (s *Station) AllowAdvisory(ctx context.Context, id, module, version, reason
 	match.Allowed, match.Blocks = &a, false
 	return *match, nil
 }
+
+// RevokeAdvisory withdraws the operator's allowance to run module@version
+// although advisory id affects it, and records that in the audit log: from
+// the module's next call the advisory decides again. An allowance that does
+// not exist is an error matching store.ErrNotFound.
+func (s *Station) RevokeAdvisory(ctx context.Context, id, module, version string, now time.Time) error {
+	if err := s.Store.DeleteAdvisoryAllow(ctx, module, version, id); err != nil {
+		if errors.Is(err, store.ErrNotFound) {
+			return fmt.Errorf("%s is not allowed for %s@%s on this station (station advisories lists the allowances): %w", id, module, version, err)
+		}
+		return err
+	}
+	s.AdvisoriesChanged()
+	s.Audit.Record(sandbox.Decision{Time: now, Module: module, Capability: sandbox.Advisory, Target: id,
+		Reason: fmt.Sprintf("the operator withdrew the allowance of version %s", version)})
+	return nil
+}

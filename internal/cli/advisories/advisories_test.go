@@ -47,6 +47,9 @@ func TestAllowFlags(t *testing.T) {
 		{Args: []string{"STATION-2026-0007\x1b[2J", "dave/x@1.0.0", "--reason", "r"}, Code: cmdutil.ExitUsage},
 		{Args: []string{id, "dave/x@1.0.0", "--reason", strings.Repeat("x", hub.MaxReasonBytes+1)}, Code: cmdutil.ExitUsage},
 		{Args: []string{id}, Code: cmdutil.ExitUsage},
+		{Args: []string{id, "dave/x@1.4.0", "--revoke"}, Want: AllowOptions{ID: id, Module: "dave/x", Version: "1.4.0", Revoke: true}},
+		{Args: []string{id, "dave/x@1.4.0", "--revoke", "--reason", "r"}, Code: cmdutil.ExitUsage},
+		{Args: []string{id, "dave/x", "--revoke"}, Code: cmdutil.ExitUsage},
 	}, "Now")
 }
 

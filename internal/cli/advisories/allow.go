@@ -26,7 +26,9 @@ type AllowOptions struct {
 	// Module and Version are MODULE@VERSION.
 	Module, Version string
 	Reason          string
-	JSON            bool
+	// Revoke withdraws the allowance instead (--revoke).
+	Revoke bool
+	JSON   bool
 	// Now is the time the allowance is recorded at (nil: time.Now).
 	Now func() time.Time
 }
@@ -35,7 +37,7 @@ type AllowOptions struct {
 func NewCmdAllow(f *cmdutil.Factory, runF func(*AllowOptions) error) *cobra.Command {
 	opts := &AllowOptions{IO: &f.IO, Open: f.Open, Reload: f.ReloadInDaemon}
 	c := &cobra.Command{
-		Use:   "allow ID MODULE@VERSION --reason TEXT",
+		Use:   "allow ID MODULE@VERSION (--reason TEXT | --revoke)",
 		Short: "Let one module version run (and install) although an advisory affects it",
 		Long: `Allow records that you judged advisory ID harmless for MODULE at exactly
 VERSION on this station (a flaw in a command you never call, a setting you do
@@ -46,9 +48,11 @@ to another affected version is refused again.
 
 The advisory must be one this station knows (station advisories reads them
 from the hub) and must affect that version. A running daemon (station serve)
-applies the allowance on the module's next call.`,
-		Example: `  station advisories allow STATION-2026-0007 dave/stripe-invoicing@1.4.0 --reason "we never call the export command"`,
-		Args:    cmdutil.ExactArgs(2, "ID", "MODULE@VERSION"),
+applies the allowance on the module's next call. --revoke withdraws it (also
+audited): the advisory decides again from the next call.`,
+		Example: `  station advisories allow STATION-2026-0007 dave/stripe-invoicing@1.4.0 --reason "we never call the export command"
+  station advisories allow STATION-2026-0007 dave/stripe-invoicing@1.4.0 --revoke`,
+		Args: cmdutil.ExactArgs(2, "ID", "MODULE@VERSION"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.ID = args[0]
 			if !hub.ValidAdvisoryID(opts.ID) {
@@ -57,6 +61,15 @@ applies the allowance on the module's next call.`,
 			var err error
 			if opts.Module, opts.Version, err = parseRef(args[1]); err != nil {
 				return err
+			}
+			if opts.Revoke {
+				if opts.Reason != "" {
+					return cmdutil.Usagef("--revoke takes no --reason")
+				}
+				if runF != nil {
+					return runF(opts)
+				}
+				return revokeRun(cmd.Context(), opts)
 			}
 			if strings.TrimSpace(opts.Reason) == "" {
 				return cmdutil.Usagef("--reason is required: say why the flaw cannot matter on this station (it is kept with the allowance and in the audit log)")
@@ -71,6 +84,7 @@ applies the allowance on the module's next call.`,
 		},
 	}
 	c.Flags().StringVar(&opts.Reason, "reason", "", "why the flaw cannot matter here (required)")
+	c.Flags().BoolVar(&opts.Revoke, "revoke", false, "withdraw the allowance")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }
@@ -126,4 +140,34 @@ func allowRun(ctx context.Context, opts *AllowOptions) error {
 	opts.Reload(ctx, opts.Module)
 	return cmdutil.Print(opts.IO.Out, opts.JSON, AllowResult{Advisory: m.ID, Module: opts.Module, Version: opts.Version, Severity: m.Severity,
 		Summary: m.Summary, Reason: opts.Reason, Hub: m.Hub, At: m.Allowed.AllowedAt})
+}
+
+// RevokeResult is a withdrawn allowance.
+type RevokeResult struct {
+	Advisory string `json:"advisory"`
+	Module   string `json:"module"`
+	Version  string `json:"version"`
+	Revoked  bool   `json:"revoked"`
+}
+
+// Text implements cmdutil.Texter.
+func (r RevokeResult) Text(w io.Writer) error {
+	fmt.Fprintf(w, "withdrew the allowance of %s for %s@%s: the advisory decides again from its next call\n", r.Advisory, r.Module, r.Version)
+	return nil
+}
+
+func revokeRun(ctx context.Context, opts *AllowOptions) error {
+	st, err := opts.Open(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now
+	if opts.Now != nil {
+		now = opts.Now
+	}
+	if err := st.RevokeAdvisory(ctx, opts.ID, opts.Module, opts.Version, now()); err != nil {
+		return err
+	}
+	opts.Reload(ctx, opts.Module)
+	return cmdutil.Print(opts.IO.Out, opts.JSON, RevokeResult{Advisory: opts.ID, Module: opts.Module, Version: opts.Version, Revoked: true})
 }
