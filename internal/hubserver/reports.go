@@ -71,13 +71,19 @@ func mapReportErr(err error) error {
 	return err
 }
 
+// invisibleRune reports the formatting characters of Unicode category
+// Cf, invisible all — bidi controls and marks, zero-width spaces, the BOM,
+// the tag characters that hide ASCII text — but for the zero-width
+// non-joiner and joiner, which scripts such as Persian and emoji sequences
+// need.
+func invisibleRune(r rune) bool {
+	return unicode.Is(unicode.Cf, r) && r != '\u200c' && r != '\u200d'
+}
+
 // checkField validates a text field of a report, comment or advisory:
 // not empty when required, at most max bytes, without control or
-// formatting characters (but for newlines and tabs when multiline:
-// Markdown). The formatting characters are those of Unicode category Cf,
-// invisible all: bidi controls and marks, zero-width spaces, the tag
-// characters that hide ASCII text; but for the zero-width non-joiner and
-// joiner, which scripts such as Persian and emoji sequences need.
+// formatting characters (unsafeRune, invisibleRune; but for newlines and
+// tabs when multiline: Markdown).
 func checkField(field, s string, required bool, max int, multiline bool) error {
 	switch {
 	case required && s == "":
@@ -89,7 +95,7 @@ func checkField(field, s string, required bool, max int, multiline bool) error {
 		if multiline && (r == '\n' || r == '\t') {
 			return false
 		}
-		return unsafeRune(r) || unicode.Is(unicode.Cf, r) && r != '\u200c' && r != '\u200d'
+		return unsafeRune(r) || invisibleRune(r)
 	}); i >= 0 {
 		r, _ := utf8.DecodeRuneInString(s[i:])
 		what := "a control or invisible formatting character"

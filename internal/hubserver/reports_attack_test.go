@@ -277,6 +277,10 @@ func TestAttackInvisibleCharacters(t *testing.T) {
 			}
 		}
 	}
+	for name, s := range bad {
+		_, err := c.dave.Yank(ctx, "dave/x", "1.0.0", "a"+s+"b")
+		wantCode(t, "a yank reason, which the advisory feed carries, with "+name, err, hub.CodeBadRequest)
+	}
 	if after := snapshot(t, c, r.ID); after != before {
 		t.Errorf("the refusals changed something:\nbefore %s\nafter  %s", before, after)
 	}
@@ -654,5 +658,52 @@ func TestAttackEveryRecordIsOSV(t *testing.T) {
 	r3a, _ := c.dave.Report(ctx, r3.ID)
 	if a3, _ := c.anon.Advisory(ctx, r3a.Advisory); !a3.AffectsVersion("dave/x", "1.1.0-rc.1") || a3.FixedIn("dave/x", "1.0.0") != "" {
 		t.Errorf("the advisory of a reopened report = %s", mustJSON(t, a3))
+	}
+}
+
+// TestAttackThreadBound: once a report's thread is full, an award — whose
+// reason is up to 1 KiB, 6 KiB escaped — is refused like a comment, so
+// that a maintainer cannot grow the thread past what an answer holds by
+// awarding credits over and over; a change of state still goes through.
+func TestAttackThreadBound(t *testing.T) {
+	c := newCast(t)
+	publish(t, c.dave, c.daveKey, "dave/x", "1.0.1")
+	r := file(t, c.erin, xss("dave/x"))
+	triage(t, c.dave, r.ID, hub.TriageRequest{State: hub.StateConfirmed})
+	// Comments of 384 KiB stored, then of 64 KiB, until neither fits.
+	for _, fill := range []string{strings.Repeat("<", hub.MaxCommentBytes), strings.Repeat("a", hub.MaxCommentBytes)} {
+		for i := 0; ; i++ {
+			a := send(t, c.h, "POST", "/v1/reports/"+r.ID+"/comments", c.tok["erin"], hub.CommentRequest{Body: fill})
+			if a.code() == hub.CodeReportInvalid {
+				break
+			}
+			if a.status != 200 || i == 40 {
+				t.Fatalf("comment %d = %d %.300s", i, a.status, a.body)
+			}
+		}
+	}
+	// What room is left (less than 64 KiB) takes at most some ten awards
+	// of 6 KiB.
+	award := hub.TriageRequest{Award: &hub.Award{Amount: 1, Reason: strings.Repeat("<", hub.MaxReasonBytes)}}
+	before, _ := c.dave.Report(ctx, r.ID)
+	taken := 0
+	for ; taken < 100; taken++ {
+		a := send(t, c.h, "POST", "/v1/reports/"+r.ID+"/triage", c.tok["dave"], award)
+		if a.status != 200 {
+			if a.code() != hub.CodeReportInvalid || !strings.Contains(string(a.body), "is full") {
+				t.Errorf("an award on a full thread = %d %.300s", a.status, a.body)
+			}
+			break
+		}
+	}
+	if taken == 100 {
+		t.Fatal("100 awards of 6 KiB on a full thread were all taken: the thread grows without bound")
+	}
+	if after, _ := c.dave.Report(ctx, r.ID); after.Credits != int64(taken) || len(after.Thread) != len(before.Thread)+taken {
+		t.Errorf("the refused award changed something: %d credits, %d events; want %d and %d", after.Credits, len(after.Thread), taken, len(before.Thread)+taken)
+	}
+	got := triage(t, c.dave, r.ID, hub.TriageRequest{State: hub.StateFixed, FixedIn: "1.0.1", Advisory: true})
+	if got.State != hub.StateFixed || got.Advisory == "" {
+		t.Errorf("a fix of a full report = %+v", got.State)
 	}
 }

@@ -108,13 +108,14 @@ func (c *call) moduleVersion() (id, version string, err error) {
 	return id, version, nil
 }
 
-// checkText validates free text a person will read (a yank reason).
+// checkText validates free text a person will read (a yank reason, which
+// the advisory feed carries to every station).
 func checkText(field, s string, max int) error {
 	if len(s) > max {
 		return hub.Errorf(hub.CodeBadRequest, "%s is longer than %d bytes", field, max)
 	}
-	if strings.ContainsFunc(s, unsafeRune) {
-		return hub.Errorf(hub.CodeBadRequest, "%s contains a control character", field)
+	if strings.ContainsFunc(s, func(r rune) bool { return unsafeRune(r) || invisibleRune(r) }) {
+		return hub.Errorf(hub.CodeBadRequest, "%s contains a control or invisible formatting character", field)
 	}
 	return nil
 }

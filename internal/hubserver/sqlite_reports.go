@@ -20,10 +20,10 @@ import (
 // makes the change (Store has the rules).
 
 // Bounds of a report's thread, so that a report with its thread fits in an
-// answer: an event with a comment is refused once the thread holds
-// maxThreadEvents events or maxThreadBytes of stored JSON. (Events without
-// one — a state change, a withdrawal — are small, made only by
-// maintainers, and never refused for it.)
+// answer: an event with a comment, or an award (its reason), is refused
+// once the thread holds maxThreadEvents events or maxThreadBytes of stored
+// JSON. (Events without one — a state change, a severity, a withdrawal —
+// are small, made only by maintainers, and never refused for it.)
 const (
 	maxThreadEvents = 1000
 	maxThreadBytes  = 8 << 20
@@ -235,8 +235,8 @@ func hideDuplicate(ctx context.Context, q sqldb.Querier, r *hub.Report, viewer s
 }
 
 // appendReportEvent adds ev to the thread of report inside tx, numbered
-// after its last event, and marks the report updated. A comment is refused
-// when the thread is full.
+// after its last event, and marks the report updated. A comment or an
+// award is refused when the thread is full.
 func appendReportEvent(ctx context.Context, tx *sql.Tx, report string, ev hub.ReportEvent) (hub.ReportEvent, error) {
 	ev.Seq = 0
 	at, err := sqldb.ToNanos(ev.Time)
@@ -252,7 +252,7 @@ func appendReportEvent(ctx context.Context, tx *sql.Tx, report string, ev hub.Re
 		Scan(&last, &n, &size); err != nil {
 		return ev, fmt.Errorf("read the thread of %s: %w", report, err)
 	}
-	if ev.Comment != "" && (n >= maxThreadEvents || size+int64(len(data)) > maxThreadBytes) {
+	if (ev.Comment != "" || ev.Kind == hub.ReportCredit) && (n >= maxThreadEvents || size+int64(len(data)) > maxThreadBytes) {
 		return ev, refuse(ErrReportInvalid, "the thread of report %s is full (%d events, %d bytes; at most %d and %d): file a new report that names this one", report, n, size, maxThreadEvents, maxThreadBytes)
 	}
 	ev.Seq = last + 1

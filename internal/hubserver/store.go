@@ -178,9 +178,10 @@ type Store interface {
 	// confirmed or fixed; ErrFixedVersion if req.FixedIn is not a
 	// published, not yanked version of the module (or a recorded station
 	// release); ErrReportInvalid if it is not above the report's
-	// introduced version, or if req.DuplicateOf is not another report of
-	// the same target; ErrAwardRefused for an award on a report that is
-	// not (or does not become) confirmed or fixed, or by its reporter.
+	// introduced version, if req.DuplicateOf is not another report of
+	// the same target, or for a comment or an award when the thread is
+	// full; ErrAwardRefused for an award on a report that is not (or does
+	// not become) confirmed or fixed, or by its reporter.
 	TriageReport(ctx context.Context, id, actor string, req hub.TriageRequest, at time.Time) (hub.Report, []hub.Event, error)
 	// Credits returns an account's credit balance and its awards, newest
 	// first. Until its report is published, an award shows only its
