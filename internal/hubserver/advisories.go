@@ -2,6 +2,7 @@ package hubserver
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -20,6 +21,12 @@ const (
 	maxAdvisoryRanges  = 16
 	maxAdvisoryCredits = 16
 )
+
+// maxFeedPageBytes bounds the records of one page of the advisory feed,
+// well inside what a station reads of an answer (16 MiB): an advisory is
+// up to some 400 KiB as JSON, so that a page of a hundred of them, which
+// the owner of any module can write, would not be.
+const maxFeedPageBytes = 8 << 20
 
 // newOSV returns the parts every advisory of the hub has.
 func newOSV(id, summary, details, cwe string, sev hub.Severity, published, modified time.Time) hub.OSV {
@@ -272,7 +279,8 @@ func (s *Server) withdrawAdvisory(c *call) error {
 // advisoryFeed answers GET /v1/advisories/feed: the advisories and yanks
 // that changed after the cursor, from the event log. An advisory that
 // changed more than once in the page comes once, as it is now, where it
-// last changed; each yank change comes as it was.
+// last changed; each yank change comes as it was. A page ends early
+// (More) once its records reach maxFeedPageBytes.
 func (s *Server) advisoryFeed(c *call) error {
 	q := c.r.URL.Query()
 	cursor, last, err := s.position(c, q.Get("after"))
@@ -297,10 +305,12 @@ func (s *Server) advisoryFeed(c *call) error {
 			lastChange[ev.Advisory] = i
 		}
 	}
+	size := 0
 	for i, ev := range evs {
+		var rec any
 		switch ev.Kind {
 		case hub.EventModuleYanked, hub.EventModuleUnyanked:
-			feed.Yanks = append(feed.Yanks, hub.Yank{Module: ev.Module, Version: ev.Version, Yanked: ev.Kind == hub.EventModuleYanked, Reason: ev.Reason, Time: ev.Time})
+			rec = hub.Yank{Module: ev.Module, Version: ev.Version, Yanked: ev.Kind == hub.EventModuleYanked, Reason: ev.Reason, Time: ev.Time}
 		default:
 			if ev.Advisory == "" || lastChange[ev.Advisory] != i {
 				continue
@@ -309,7 +319,23 @@ func (s *Server) advisoryFeed(c *call) error {
 			if err != nil {
 				return err
 			}
-			feed.Advisories = append(feed.Advisories, s.render(a))
+			rec = s.render(a)
+		}
+		data, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		if size += len(data); size > maxFeedPageBytes && i > 0 {
+			// The page is full: the next one starts at this event (an
+			// advisory left out of this page changed at it or after).
+			feed.Cursor, feed.More = evs[i-1].Seq, true
+			break
+		}
+		switch rec := rec.(type) {
+		case hub.Yank:
+			feed.Yanks = append(feed.Yanks, rec)
+		case hub.OSV:
+			feed.Advisories = append(feed.Advisories, rec)
 		}
 	}
 	s.reply(c, http.StatusOK, feed)

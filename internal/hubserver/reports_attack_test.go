@@ -707,3 +707,46 @@ func TestAttackThreadBound(t *testing.T) {
 		t.Errorf("a fix of a full report = %+v", got.State)
 	}
 }
+
+// TestAttackFeedPageFits: the owner of any module can write advisories of
+// the largest size for it (some 400 KiB each as JSON, details of "<");
+// a page of the feed must still fit in what a station reads, or one
+// account would keep every station from the advisories published after
+// (a critical one of another module among them).
+func TestAttackFeedPageFits(t *testing.T) {
+	c := newCast(t)
+	start := lastSeq(t, c.h)
+	heavy := hub.AdvisoryRequest{Target: "mallory/y", Summary: strings.Repeat("<", hub.MaxTitleBytes), Details: strings.Repeat("<", hub.MaxReportBodyBytes),
+		Severity: hub.Severity{Level: hub.SeverityLow}, Ranges: []hub.Range{{Introduced: "0"}}}
+	for range 45 {
+		if _, err := c.mallory.PublishAdvisory(ctx, heavy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	crit, err := c.dave.PublishAdvisory(ctx, hub.AdvisoryRequest{Target: "dave/x", Summary: "RCE", Details: "d",
+		Severity: hub.Severity{Level: hub.SeverityCritical}, Ranges: []hub.Range{{Introduced: "0"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	pages := 0
+	for cursor := start; ; pages++ {
+		page, err := c.anon.AdvisoryFeed(ctx, cursor, 0)
+		if err != nil {
+			t.Fatalf("page %d of the feed from %d: %v", pages, cursor, err)
+		}
+		for _, a := range page.Advisories {
+			got = append(got, a.ID)
+		}
+		if !page.More {
+			break
+		}
+		if page.Cursor <= cursor {
+			t.Fatalf("the feed does not move past %d", cursor)
+		}
+		cursor = page.Cursor
+	}
+	if len(got) != 46 || got[45] != crit.ID || len(slices.Compact(slices.Clone(got))) != 46 {
+		t.Errorf("the feed served %d advisories in %d pages, ending %v; want 46, the last %s", len(got), pages+1, got[max(0, len(got)-2):], crit.ID)
+	}
+}
