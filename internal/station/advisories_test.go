@@ -40,7 +40,7 @@ func helloAt(version string) []byte {
 
 // newAdvEnv starts the hub and the station; config, if not "", is the
 // station's config.yaml.
-func newAdvEnv(t *testing.T, config string) *advEnv {
+func newAdvEnv(t testing.TB, config string) *advEnv {
 	t.Helper()
 	ctx := context.Background()
 	h := hubtest.Start(t)
@@ -95,7 +95,7 @@ func advisory(id, level, introduced, fixed string) hub.OSV {
 }
 
 // put stores what a page of hubURL's feed brought.
-func (e *advEnv) put(t *testing.T, hubURL string, advs []hub.OSV, yanks ...hub.Yank) {
+func (e *advEnv) put(t testing.TB, hubURL string, advs []hub.OSV, yanks ...hub.Yank) {
 	t.Helper()
 	if err := e.st.Store.PutAdvisories(context.Background(), hubURL, advs, yanks, 1); err != nil {
 		t.Fatal(err)
