@@ -750,3 +750,40 @@ func TestAttackFeedPageFits(t *testing.T) {
 		t.Errorf("the feed served %d advisories in %d pages, ending %v; want 46, the last %s", len(got), pages+1, got[max(0, len(got)-2):], crit.ID)
 	}
 }
+
+// TestAttackAdvisoryOfClosedReport: a report with an advisory that its
+// maintainer later closes as invalid (confirmed → wontfix → triaged →
+// invalid) keeps an advisory that affects every version it named, and so
+// blocks stations at the threshold, until someone withdraws it by hand.
+func TestAttackAdvisoryOfClosedReport(t *testing.T) {
+	t.Skip("design: whether closing a report as invalid (or duplicate, or wontfix) withdraws its advisory, and with what reason, is a product decision; today the advisory stays in force and the thread says so only by its absence of a withdrawal")
+	c := newCast(t)
+	r := file(t, c.erin, xss("dave/x"))
+	adv := triage(t, c.dave, r.ID, hub.TriageRequest{State: hub.StateConfirmed, Severity: &hub.Severity{Level: hub.SeverityCritical}, Advisory: true}).Advisory
+	for _, st := range []string{hub.StateWontFix, hub.StateTriaged, hub.StateInvalid} {
+		triage(t, c.dave, r.ID, hub.TriageRequest{State: st})
+	}
+	if a, _ := c.anon.Advisory(ctx, adv); a.AffectsVersion("dave/x", "1.0.0") {
+		t.Errorf("the advisory of a report closed as invalid still affects dave/x@1.0.0: %s", mustJSON(t, a))
+	}
+}
+
+// TestAttackAdvisoryListFits: GET /v1/advisories?target= answers every
+// advisory of the target in one answer, so that the owner of a module who
+// writes some forty of the largest advisories for it makes the list too
+// large for a station to read (its installs of the module fail), and a
+// thousand make each request hold some 400 MB in the hub.
+func TestAttackAdvisoryListFits(t *testing.T) {
+	t.Skip("design: the list of a target's advisories has no pages (hub.AdvisoryList, hubclient.Advisories, and hubsync's install-time refresh read it whole); bounding it needs paging or a bound on a target's advisories, a protocol change")
+	c := newCast(t)
+	heavy := hub.AdvisoryRequest{Target: "mallory/y", Summary: strings.Repeat("<", hub.MaxTitleBytes), Details: strings.Repeat("<", hub.MaxReportBodyBytes),
+		Severity: hub.Severity{Level: hub.SeverityLow}, Ranges: []hub.Range{{Introduced: "0"}}}
+	for range 45 {
+		if _, err := c.mallory.PublishAdvisory(ctx, heavy); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.anon.Advisories(ctx, "mallory/y"); err != nil {
+		t.Errorf("the advisories of mallory/y: %v", err)
+	}
+}
