@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -49,7 +50,10 @@ const YankTarget = "yank"
 // its origin o records: o records rec's version and bytes, and Install read
 // rec from a hub install's directory (or rec was installed before the
 // station recorded sources, when the origin is all there is). A module
-// installed from a directory since, even the same bytes, did not.
+// installed from a directory since, even the same bytes, did not. The
+// home may be reached by another path than the one it was installed
+// through (a symbolic link, or a daemon that names the real directory): it
+// is the same directory all the same.
 func (s *Station) InstalledFromHub(rec store.Module, o store.HubOrigin) bool {
 	if o.HubURL == "" || rec.Version != o.Version || rec.Digest != o.WasmDigest {
 		return false
@@ -57,8 +61,19 @@ func (s *Station) InstalledFromHub(rec store.Module, o store.HubOrigin) bool {
 	if rec.Source == "" {
 		return true
 	}
+	if !strings.HasPrefix(filepath.Base(rec.Source), HubInstallDirPrefix) {
+		return false
+	}
 	home, err := filepath.Abs(s.Home)
-	return err == nil && filepath.Dir(rec.Source) == home && strings.HasPrefix(filepath.Base(rec.Source), HubInstallDirPrefix)
+	if err != nil {
+		return false
+	}
+	if filepath.Dir(rec.Source) == home {
+		return true
+	}
+	a, errA := os.Stat(filepath.Dir(rec.Source))
+	b, errB := os.Stat(home)
+	return errA == nil && errB == nil && os.SameFile(a, b)
 }
 
 // AdvisoryMatch is an advisory that affects a module version (or the

@@ -372,3 +372,32 @@ func TestAllowAdvisoryRefuses(t *testing.T) {
 		t.Error("the module runs after refused allowances")
 	}
 }
+
+// TestAdvisoryGateHomeByAnotherPath: a module installed from the hub is
+// matched by a station that opens the same home by another path (a
+// symbolic link: ~ linked elsewhere, a daemon's unit naming the real
+// directory, /tmp and /private/tmp), not taken for one installed from a
+// directory and run unchecked.
+func TestAdvisoryGateHomeByAnotherPath(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newAdvEnv(t, "")
+	link := filepath.Join(t.TempDir(), "home")
+	if err := os.Symlink(e.st.Home, link); err != nil {
+		t.Fatal(err)
+	}
+	other, err := station.Open(ctx, link, station.Options{Cache: testCache(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	e.put(t, e.hub, []hub.OSV{advisory("STATION-2026-0012", "critical", "0", "")})
+	var ae *station.AdvisoryError
+	if _, err := other.Run(ctx, "dave/hello", "greet", []byte(`{"name":"Ada"}`)); !errors.As(err, &ae) {
+		t.Errorf("a station opened by a link to the home ran a blocked version: %v", err)
+	}
+	all, err := other.InstalledAdvisories(ctx)
+	if err != nil || len(all) != 1 || all[0].Hub != e.hub {
+		t.Errorf("InstalledAdvisories by the link = %+v, %v; want dave/hello from %s", all, err, e.hub)
+	}
+}
