@@ -756,7 +756,8 @@ func TestAttackFeedPageFits(t *testing.T) {
 // invalid) keeps an advisory that affects every version it named, and so
 // blocks stations at the threshold, until someone withdraws it by hand.
 func TestAttackAdvisoryOfClosedReport(t *testing.T) {
-	t.Skip("design: whether closing a report as invalid (or duplicate, or wontfix) withdraws its advisory, and with what reason, is a product decision; today the advisory stays in force and the thread says so only by its absence of a withdrawal")
+	// Closing a report as invalid withdraws its advisory (the flaw was not
+	// one); wontfix and duplicate leave it in force (the flaw is real).
 	c := newCast(t)
 	r := file(t, c.erin, xss("dave/x"))
 	adv := triage(t, c.dave, r.ID, hub.TriageRequest{State: hub.StateConfirmed, Severity: &hub.Severity{Level: hub.SeverityCritical}, Advisory: true}).Advisory

@@ -492,6 +492,16 @@ func (s *SQLite) TriageReport(ctx context.Context, id, actor string, req hub.Tri
 			r.Advisory = adv
 			events = append(events, ev)
 			note(hub.ReportEvent{Kind: hub.ReportAdvisory, Advisory: adv})
+		case r.Advisory != "" && r.State == hub.StateInvalid:
+			// The flaw was not one after all: stations stop acting on it.
+			ev, withdrawn, err := withdrawReportAdvisory(ctx, tx, r, actor, at)
+			if err != nil {
+				return err
+			}
+			if withdrawn {
+				events = append(events, ev)
+				note(hub.ReportEvent{Kind: hub.ReportAdvisory, Advisory: r.Advisory, Reason: "withdrawn: the report was found invalid"})
+			}
 		case r.Advisory != "":
 			ev, changed, err := updateAdvisory(ctx, tx, r, actor, at, req.Advisory)
 			if err != nil {
@@ -750,6 +760,23 @@ func updateAdvisory(ctx context.Context, tx *sql.Tx, r hub.Report, actor string,
 	}
 	ev, err := appendEvent(ctx, tx, hub.Event{Kind: hub.EventAdvisoryUpdated, Time: at, Actor: actor, Module: r.Target, Advisory: now.ID})
 	return ev, true, err
+}
+
+// withdrawReportAdvisory withdraws the advisory of report r, found
+// invalid, unless it is withdrawn already (then it reports false).
+func withdrawReportAdvisory(ctx context.Context, tx *sql.Tx, r hub.Report, actor string, at time.Time) (hub.Event, bool, error) {
+	a, err := loadAdvisory(ctx, tx, r.Advisory)
+	if err != nil || a.withdrawn {
+		return hub.Event{}, false, err
+	}
+	osv := a.osv
+	osv.Withdrawn, osv.Modified = &hub.OSVTime{Time: at}, hub.OSVTime{Time: at}
+	if err := storeAdvisory(ctx, tx, osv); err != nil {
+		return hub.Event{}, false, err
+	}
+	ev, err := appendEvent(ctx, tx, hub.Event{Kind: hub.EventAdvisoryWithdrawn, Time: at, Actor: actor, Module: r.Target, Advisory: osv.ID,
+		Reason: "report " + r.ID + " was found invalid"})
+	return ev, err == nil, err
 }
 
 // storeAdvisory replaces the stored record of a.ID.
