@@ -1,0 +1,1257 @@
+package hubserver
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/sqldb"
+)
+
+// Postgres is the Store of a hub on PostgreSQL: the same tables and rules
+// as SQLite, for hubs that outgrow one machine's disk. Every write is one
+// transaction at READ COMMITTED that first takes the locks its rules need
+// (SQLite's single writer gives them for free):
+//
+//   - events get their sequence number from the one row of event_seq,
+//     locked by the UPDATE that increments it until the transaction ends,
+//     so numbers are assigned in commit order and a reader that sees event
+//     N sees every event below it;
+//   - a module, a team, the station's releases and advisory numbers are
+//     serialized by a transaction-scoped advisory lock on their name (or a
+//     counter row), taken before the rule's reads, so the read-check-write
+//     of a version's precedence, a lockfile's base revision, a team's last
+//     owner or an invite's single use sees every earlier commit;
+//   - a report (and an advisory) is locked with SELECT ... FOR UPDATE
+//     before its state, thread or advisory is read.
+//
+// A transaction that fails with a serialization failure or a deadlock
+// (SQLSTATE 40001, 40P01) is run again from the start, up to
+// pgMaxAttempts times: every write is a function that can be re-run.
+type Postgres struct {
+	pool *pgxpool.Pool
+}
+
+var _ Store = (*Postgres)(nil)
+
+// pgMigrations are the PostgreSQL schema changes, in order: pgMigrations[i]
+// takes the schema from version i to i+1, each in its own transaction.
+// Append only. Times are Unix nanoseconds (bigint), as in SQLite, so that
+// both stores refuse and round-trip the same times; text that is sorted is
+// COLLATE "C", so that listings come out in SQLite's (byte) order.
+//
+// History:
+//   - 1: everything of SQLite schema 3 (accounts with admin, tokens, keys,
+//     modules, versions, teams, members, invites with ids, events,
+//     reports, report_events, credits, station_releases, advisories), and
+//     the counters SQLite does not need: event_seq (the event log's
+//     sequence, locked by each append) and advisory_counters (the last
+//     advisory number of each year).
+var pgMigrations = []string{
+	`CREATE TABLE accounts (
+		name       text COLLATE "C" PRIMARY KEY,
+		created_at bigint NOT NULL, -- Unix nanoseconds, UTC (as every time below)
+		admin      boolean NOT NULL DEFAULT false
+	);
+	CREATE TABLE tokens (
+		id         text COLLATE "C" PRIMARY KEY,
+		account    text COLLATE "C" NOT NULL REFERENCES accounts (name),
+		hash       bytea NOT NULL UNIQUE, -- SHA-256 of the secret; the secret is never stored
+		label      text NOT NULL,
+		created_at bigint NOT NULL
+	);
+	CREATE INDEX tokens_account ON tokens (account, created_at);
+	CREATE TABLE keys (
+		account    text COLLATE "C" NOT NULL REFERENCES accounts (name),
+		id         text COLLATE "C" NOT NULL,
+		public_key text NOT NULL,
+		created_at bigint NOT NULL,
+		revoked_at bigint,
+		PRIMARY KEY (account, id)
+	);
+	CREATE TABLE modules (
+		id          text COLLATE "C" PRIMARY KEY,
+		owner       text COLLATE "C" NOT NULL REFERENCES accounts (name),
+		description text NOT NULL,
+		latest      text NOT NULL, -- '' when every version is yanked
+		created_at  bigint NOT NULL,
+		updated_at  bigint NOT NULL
+	);
+	CREATE INDEX modules_owner ON modules (owner, id);
+	CREATE TABLE versions (
+		module          text COLLATE "C" NOT NULL REFERENCES modules (id),
+		version         text COLLATE "C" NOT NULL,
+		manifest_digest text NOT NULL,
+		wasm_digest     text NOT NULL,
+		wasm_size       bigint NOT NULL,
+		key_id          text NOT NULL,
+		signature       text NOT NULL,
+		published_at    bigint NOT NULL,
+		yanked_at       bigint,
+		yank_reason     text NOT NULL DEFAULT '',
+		PRIMARY KEY (module, version)
+	);
+	CREATE TABLE teams (
+		name       text COLLATE "C" PRIMARY KEY,
+		created_at bigint NOT NULL,
+		revision   bigint NOT NULL,
+		lockfile   bytea NOT NULL, -- JSON hub.Lockfile
+		updated_at bigint NOT NULL,
+		updated_by text NOT NULL
+	);
+	CREATE TABLE members (
+		team      text COLLATE "C" NOT NULL REFERENCES teams (name),
+		account   text COLLATE "C" NOT NULL REFERENCES accounts (name),
+		role      text NOT NULL CHECK (role IN ('owner', 'member')),
+		joined_at bigint NOT NULL,
+		PRIMARY KEY (team, account)
+	);
+	CREATE INDEX members_account ON members (account, team);
+	CREATE TABLE invites (
+		hash       bytea PRIMARY KEY, -- SHA-256 of the code
+		id         text COLLATE "C" NOT NULL,
+		team       text COLLATE "C" NOT NULL REFERENCES teams (name),
+		role       text NOT NULL CHECK (role IN ('owner', 'member')),
+		account    text NOT NULL, -- '' for anyone holding the code
+		created_by text COLLATE "C" NOT NULL,
+		created_at bigint NOT NULL,
+		expires_at bigint NOT NULL
+	);
+	CREATE INDEX invites_expiry ON invites (expires_at);
+	CREATE UNIQUE INDEX invites_team_id ON invites (team, id);
+	CREATE INDEX invites_creator ON invites (team, created_by);
+	-- The last sequence number given to an event. Its one row is locked by
+	-- every append until the appending transaction ends, so numbers are
+	-- given in commit order; a number is never reused (a rolled-back append
+	-- rolls the counter back with it, so there are no gaps either).
+	CREATE TABLE event_seq (
+		one  boolean PRIMARY KEY DEFAULT true CHECK (one),
+		last bigint NOT NULL
+	);
+	INSERT INTO event_seq (one, last) VALUES (true, 0);
+	CREATE TABLE events (
+		seq     bigint PRIMARY KEY,
+		time    bigint NOT NULL,
+		kind    text NOT NULL,
+		team    text COLLATE "C" NOT NULL, -- '' for public events
+		account text COLLATE "C" NOT NULL, -- the account a membership event is about
+		data    bytea NOT NULL             -- JSON hub.Event without seq
+	);
+	CREATE INDEX events_team ON events (team, seq);
+	CREATE INDEX events_kind ON events (kind, seq);
+	CREATE TABLE reports (
+		id             text COLLATE "C" PRIMARY KEY, -- R- and 12 random characters
+		target         text COLLATE "C" NOT NULL,    -- a module id, or 'station'
+		owner          text COLLATE "C" NOT NULL,    -- the target's owner; '' for the station (admins only)
+		introduced     text NOT NULL,                -- '' when not given (as every optional text below)
+		last_affected  text NOT NULL,
+		title          text NOT NULL,
+		body           text NOT NULL,
+		cwe            text NOT NULL,
+		severity_level text NOT NULL CHECK (severity_level IN ('low', 'medium', 'high', 'critical')),
+		severity_cvss  text NOT NULL,
+		reproduction   text NOT NULL,
+		state          text NOT NULL CHECK (state IN ('new', 'triaged', 'confirmed', 'fixed', 'duplicate', 'wontfix', 'invalid')),
+		reporter       text COLLATE "C" NOT NULL REFERENCES accounts (name),
+		fixed_in       text NOT NULL,
+		duplicate_of   text NOT NULL,
+		advisory       text NOT NULL,
+		published_at   bigint, -- NULL while private
+		created_at     bigint NOT NULL,
+		updated_at     bigint NOT NULL
+	);
+	CREATE INDEX reports_created ON reports (created_at, id);
+	CREATE INDEX reports_target ON reports (target, created_at);
+	CREATE INDEX reports_owner ON reports (owner, created_at);
+	CREATE INDEX reports_reporter ON reports (reporter, created_at);
+	CREATE TABLE report_events (
+		report text COLLATE "C" NOT NULL REFERENCES reports (id),
+		seq    bigint NOT NULL,
+		kind   text NOT NULL,
+		actor  text NOT NULL,
+		time   bigint NOT NULL,
+		data   bytea NOT NULL, -- JSON hub.ReportEvent without seq
+		PRIMARY KEY (report, seq)
+	);
+	CREATE TABLE credits (
+		n          bigserial PRIMARY KEY, -- the order of awards of equal time
+		report     text COLLATE "C" NOT NULL REFERENCES reports (id),
+		account    text COLLATE "C" NOT NULL REFERENCES accounts (name),
+		amount     bigint NOT NULL CHECK (amount > 0),
+		reason     text NOT NULL,
+		awarded_by text NOT NULL,
+		time       bigint NOT NULL
+	);
+	CREATE INDEX credits_account ON credits (account, time);
+	CREATE INDEX credits_report ON credits (report);
+	CREATE TABLE station_releases (
+		version     text COLLATE "C" PRIMARY KEY,
+		recorded_by text NOT NULL,
+		recorded_at bigint NOT NULL
+	);
+	CREATE TABLE advisory_counters (
+		year integer PRIMARY KEY,
+		last integer NOT NULL
+	);
+	CREATE TABLE advisories (
+		n         bigserial UNIQUE, -- the order advisories were stored in
+		id        text COLLATE "C" PRIMARY KEY, -- STATION-YEAR-NUMBER
+		target    text COLLATE "C" NOT NULL,
+		data      bytea NOT NULL,  -- JSON hub.OSV, without the hub's URL (the server adds it)
+		modified  bigint NOT NULL,
+		withdrawn bigint,
+		report    text COLLATE "C" NOT NULL -- '' for an advisory written directly
+	);
+	CREATE INDEX advisories_target ON advisories (target, n);
+	CREATE UNIQUE INDEX advisories_report ON advisories (report) WHERE report <> '';`,
+}
+
+// PostgresSchemaVersion is the schema version this hub's PostgreSQL store
+// migrates to.
+var PostgresSchemaVersion = len(pgMigrations)
+
+// Tunables of OpenPostgres.
+const (
+	// DefaultStatementTimeout bounds every statement of the pool.
+	DefaultStatementTimeout = 30 * time.Second
+	// pgMaxAttempts is how many times a transaction is run when it keeps
+	// failing with a serialization failure or a deadlock.
+	pgMaxAttempts = 8
+	// pgMigrateLock is the advisory lock key that serializes migrations
+	// of several hub nodes starting at once.
+	pgMigrateLock = 0x5374_6174_696f_6e // "Station"
+)
+
+// PostgresOption adjusts OpenPostgres.
+type PostgresOption func(*pgOptions)
+
+type pgOptions struct {
+	statementTimeout time.Duration
+	maxConns         int32
+	migrate          bool
+}
+
+// WithStatementTimeout sets the statement timeout of the pool's
+// connections (default DefaultStatementTimeout; 0 turns it off).
+func WithStatementTimeout(d time.Duration) PostgresOption {
+	return func(o *pgOptions) { o.statementTimeout = d }
+}
+
+// WithMaxConns sets the size of the connection pool (default: pgxpool's,
+// the larger of 4 and the number of CPUs).
+func WithMaxConns(n int32) PostgresOption {
+	return func(o *pgOptions) { o.maxConns = n }
+}
+
+// WithoutMigrate makes OpenPostgres leave the schema as it is (for
+// `station hub migrate status`, and for nodes whose operator migrates
+// separately): a database at an older schema is then refused.
+func WithoutMigrate() PostgresOption {
+	return func(o *pgOptions) { o.migrate = false }
+}
+
+// SchemaError is returned by OpenPostgres (and Migrate) for a database
+// whose schema the hub cannot use: newer than the code, or (without
+// migrating) older.
+type SchemaError struct {
+	Have, Supported int
+}
+
+func (e *SchemaError) Error() string {
+	if e.Have > e.Supported {
+		return fmt.Sprintf("the hub database has schema version %d, newer than this hub supports (%d): upgrade station", e.Have, e.Supported)
+	}
+	return fmt.Sprintf("the hub database has schema version %d, older than this hub needs (%d): run `station hub migrate --db DSN`", e.Have, e.Supported)
+}
+
+// OpenPostgres connects to the PostgreSQL database dsn (a postgres:// URL
+// or a keyword/value string, as libpq takes) with a connection pool and
+// migrates it to the current schema (unless WithoutMigrate). A database
+// with a newer schema is refused (*SchemaError).
+func OpenPostgres(ctx context.Context, dsn string, opts ...PostgresOption) (*Postgres, error) {
+	o := pgOptions{statementTimeout: DefaultStatementTimeout, migrate: true}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		// pgx's parse errors quote the DSN, password included: say only
+		// that it did not parse.
+		return nil, errors.New("open hub database: the PostgreSQL DSN does not parse: give postgres://user:password@host:port/database?sslmode=... or host=... dbname=... (libpq's forms)")
+	}
+	if o.statementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(o.statementTimeout.Milliseconds())
+	}
+	if o.maxConns > 0 {
+		cfg.MaxConns = o.maxConns
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("open hub database: %w", err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open hub database on %s: %w", cfg.ConnConfig.Host, err)
+	}
+	p := &Postgres{pool: pool}
+	if o.migrate {
+		err = p.Migrate(ctx)
+	} else {
+		var have int
+		if have, err = p.SchemaVersion(ctx); err == nil && have != len(pgMigrations) {
+			err = &SchemaError{Have: have, Supported: len(pgMigrations)}
+		}
+	}
+	if err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("open hub database: %w", err)
+	}
+	return p, nil
+}
+
+// Close closes the pool.
+func (p *Postgres) Close() error {
+	p.pool.Close()
+	return nil
+}
+
+// SchemaVersion returns the database's schema version (0 for a database
+// the hub never migrated).
+func (p *Postgres) SchemaVersion(ctx context.Context) (int, error) {
+	var migrated bool
+	if err := p.pool.QueryRow(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL`).Scan(&migrated); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	if !migrated {
+		return 0, nil
+	}
+	var v int
+	if err := p.pool.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&v); err != nil {
+		return 0, fmt.Errorf("read schema version: %w", err)
+	}
+	return v, nil
+}
+
+// Migrate brings the database to PostgresSchemaVersion, one transaction
+// per migration, each recorded in schema_migrations. Several nodes may
+// migrate at once: an advisory lock makes them take turns, and each skips
+// what another applied. A database with a newer schema is refused
+// (*SchemaError) and left alone.
+func (p *Postgres) Migrate(ctx context.Context) error {
+	if _, err := p.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    integer PRIMARY KEY,
+		applied_at timestamptz NOT NULL DEFAULT now()
+	)`); err != nil && !isPgCode(err, "23505") { // two nodes creating it at once
+		return fmt.Errorf("migrate: %w", err)
+	}
+	for next := 1; next <= len(pgMigrations); next++ {
+		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgMigrateLock)); err != nil {
+				return err
+			}
+			var have int
+			if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&have); err != nil {
+				return fmt.Errorf("read schema version: %w", err)
+			}
+			if have > len(pgMigrations) {
+				return &SchemaError{Have: have, Supported: len(pgMigrations)}
+			}
+			if have >= next {
+				return nil
+			}
+			if _, err := tx.Exec(ctx, pgMigrations[next-1]); err != nil {
+				return fmt.Errorf("migrate to schema version %d: %w", next, err)
+			}
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, next)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	// A database at the latest version already (no migration ran) may
+	// still be newer.
+	have, err := p.SchemaVersion(ctx)
+	if err != nil {
+		return err
+	}
+	if have > len(pgMigrations) {
+		return &SchemaError{Have: have, Supported: len(pgMigrations)}
+	}
+	return nil
+}
+
+// pgQuerier runs queries: the pool or a transaction.
+type pgQuerier interface {
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+}
+
+// pgAll is sqldb.QueryAll for pgx: what scan makes of each row, [] (not
+// nil) for none.
+func pgAll[T any](ctx context.Context, q pgQuerier, scan func(sqldb.Scanner) (T, error), query string, args ...any) ([]T, error) {
+	rows, err := q.Query(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []T{}
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, v)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// isPgCode reports whether err is a PostgreSQL error with SQLSTATE code.
+func isPgCode(err error, codes ...string) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && slices.Contains(codes, pe.Code)
+}
+
+// isUnique reports a UNIQUE or PRIMARY KEY violation.
+func isUnique(err error) bool { return isPgCode(err, "23505") }
+
+// retryable reports a serialization failure or a deadlock: the
+// transaction did nothing and may be run again.
+func retryable(err error) bool { return isPgCode(err, "40001", "40P01") }
+
+// tx runs fn in a transaction, committing if fn returns nil, and runs it
+// again (a new transaction) after a serialization failure or a deadlock.
+// fn must set everything it returns afresh on each run.
+func (p *Postgres) tx(ctx context.Context, fn func(pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, p.pool, fn)
+		if err == nil || !retryable(err) || attempt == pgMaxAttempts {
+			return err
+		}
+		t := time.NewTimer(time.Duration(attempt*attempt) * 5 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return err
+		case <-t.C:
+		}
+	}
+}
+
+// lockName takes a transaction-scoped advisory lock on kind:name (a
+// module, a team, the station's releases): every transaction that checks a
+// rule about it takes the lock first, so it reads what earlier ones
+// committed and decides before later ones read.
+func lockName(ctx context.Context, tx pgx.Tx, kind, name string) error {
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, kind+":"+name); err != nil {
+		return fmt.Errorf("lock %s %s: %w", kind, name, err)
+	}
+	return nil
+}
+
+// pgAppendEvent adds ev to the log inside tx and returns it with its seq,
+// the next number of event_seq, whose row stays locked until tx ends.
+func pgAppendEvent(ctx context.Context, tx pgx.Tx, ev hub.Event) (hub.Event, error) {
+	ev.Seq = 0
+	at, err := sqldb.ToNanos(ev.Time)
+	if err != nil {
+		return ev, fmt.Errorf("append event: %w", err)
+	}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return ev, err
+	}
+	var seq int64
+	if err := tx.QueryRow(ctx, `UPDATE event_seq SET last = last + 1 RETURNING last`).Scan(&seq); err != nil {
+		return ev, fmt.Errorf("append event: %w", err)
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, time, kind, team, account, data) VALUES ($1, $2, $3, $4, $5, $6)`,
+		seq, at, ev.Kind, ev.Team, ev.Account, data); err != nil {
+		return ev, fmt.Errorf("append event: %w", err)
+	}
+	ev.Seq = seq
+	return ev, nil
+}
+
+// pgExists returns ErrNotFound unless query returns a row.
+func pgExists(ctx context.Context, q pgQuerier, query string, args ...any) error {
+	var one int
+	err := q.QueryRow(ctx, query, args...).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return ErrNotFound
+	}
+	return err
+}
+
+// Accounts and tokens.
+
+func (p *Postgres) CreateAccount(ctx context.Context, name string, at time.Time) (hub.Account, error) {
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return hub.Account{}, fmt.Errorf("create account: %w", err)
+	}
+	_, err = p.pool.Exec(ctx, `INSERT INTO accounts (name, created_at) VALUES ($1, $2)`, name, n)
+	if isUnique(err) {
+		return hub.Account{}, ErrExists
+	}
+	if err != nil {
+		return hub.Account{}, fmt.Errorf("create account: %w", err)
+	}
+	return hub.Account{Name: name, CreatedAt: at.UTC()}, nil
+}
+
+func (p *Postgres) Account(ctx context.Context, name string) (hub.Account, error) {
+	var at int64
+	var admin bool
+	err := p.pool.QueryRow(ctx, `SELECT created_at, admin FROM accounts WHERE name = $1`, name).Scan(&at, &admin)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hub.Account{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Account{}, fmt.Errorf("read account: %w", err)
+	}
+	return hub.Account{Name: name, CreatedAt: sqldb.FromNanos(at), Admin: admin}, nil
+}
+
+func (p *Postgres) SetAdmin(ctx context.Context, name string, admin bool) error {
+	tag, err := p.pool.Exec(ctx, `UPDATE accounts SET admin = $1 WHERE name = $2`, admin, name)
+	if err != nil {
+		return fmt.Errorf("set admin: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+func (p *Postgres) AddToken(ctx context.Context, t Token) error {
+	at, err := sqldb.ToNanos(t.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add token: %w", err)
+	}
+	// The foreign key checks the account inside the insert.
+	_, err = p.pool.Exec(ctx, `INSERT INTO tokens (id, account, hash, label, created_at) VALUES ($1, $2, $3, $4, $5)`,
+		t.ID, t.Account, t.Hash[:], t.Label, at)
+	switch {
+	case isPgCode(err, "23503"):
+		return ErrNotFound
+	case isUnique(err):
+		return ErrExists
+	case err != nil:
+		return fmt.Errorf("add token: %w", err)
+	}
+	return nil
+}
+
+func (p *Postgres) TokenByHash(ctx context.Context, hash [32]byte) (Token, error) {
+	t := Token{Hash: hash}
+	var at int64
+	err := p.pool.QueryRow(ctx, `SELECT id, account, label, created_at FROM tokens WHERE hash = $1`, hash[:]).Scan(&t.ID, &t.Account, &t.Label, &at)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Token{}, ErrNotFound
+	}
+	if err != nil {
+		return Token{}, fmt.Errorf("read token: %w", err)
+	}
+	t.CreatedAt = sqldb.FromNanos(at)
+	return t, nil
+}
+
+func (p *Postgres) Tokens(ctx context.Context, account string) ([]Token, error) {
+	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (Token, error) {
+		t := Token{Account: account}
+		var at int64
+		err := r.Scan(&t.ID, &t.Label, &at)
+		t.CreatedAt = sqldb.FromNanos(at)
+		return t, err
+	}, `SELECT id, label, created_at FROM tokens WHERE account = $1 ORDER BY created_at, id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list tokens: %w", err)
+	}
+	return out, nil
+}
+
+func (p *Postgres) DeleteToken(ctx context.Context, account, id string) error {
+	tag, err := p.pool.Exec(ctx, `DELETE FROM tokens WHERE account = $1 AND id = $2`, account, id)
+	if err != nil {
+		return fmt.Errorf("delete token: %w", err)
+	}
+	if tag.RowsAffected() == 0 {
+		return ErrNotFound
+	}
+	return nil
+}
+
+// Keys.
+
+func (p *Postgres) AddKey(ctx context.Context, k hub.Key) error {
+	at, err := sqldb.ToNanos(k.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add key: %w", err)
+	}
+	_, err = p.pool.Exec(ctx, `INSERT INTO keys (account, id, public_key, created_at) VALUES ($1, $2, $3, $4)`,
+		k.Account, k.ID, k.PublicKey, at)
+	if isUnique(err) {
+		return ErrExists
+	}
+	if err != nil {
+		return fmt.Errorf("add key: %w", err)
+	}
+	return nil
+}
+
+func (p *Postgres) Keys(ctx context.Context, account string) ([]hub.Key, error) {
+	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Key, error) {
+		k := hub.Key{Account: account}
+		var at int64
+		var revoked *int64
+		err := r.Scan(&k.ID, &k.PublicKey, &at, &revoked)
+		k.CreatedAt, k.RevokedAt = sqldb.FromNanos(at), pgOptTime(revoked)
+		return k, err
+	}, `SELECT id, public_key, created_at, revoked_at FROM keys WHERE account = $1 ORDER BY created_at, id`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list keys: %w", err)
+	}
+	return out, nil
+}
+
+// pgOptTime is optTime for a nullable bigint scanned into *int64.
+func pgOptTime(n *int64) *time.Time {
+	if n == nil {
+		return nil
+	}
+	t := sqldb.FromNanos(*n)
+	return &t
+}
+
+func (p *Postgres) RevokeKey(ctx context.Context, account, id string, at time.Time) (hub.Key, hub.Event, error) {
+	var k hub.Key
+	var ev hub.Event
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return k, ev, fmt.Errorf("revoke key: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		k = hub.Key{}
+		var created int64
+		err := tx.QueryRow(ctx, `UPDATE keys SET revoked_at = $1 WHERE account = $2 AND id = $3 AND revoked_at IS NULL RETURNING public_key, created_at`,
+			n, account, id).Scan(&k.PublicKey, &created)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		t := at.UTC()
+		k.ID, k.Account, k.CreatedAt, k.RevokedAt = id, account, sqldb.FromNanos(created), &t
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventKeyRevoked, Time: t, Actor: account, Account: account, KeyID: id})
+		return err
+	})
+	return k, ev, err
+}
+
+// Modules.
+
+func (p *Postgres) Publish(ctx context.Context, v Version) (hub.Event, error) {
+	var ev hub.Event
+	at, err := sqldb.ToNanos(v.PublishedAt)
+	if err != nil {
+		return ev, fmt.Errorf("publish: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		// Two publishes of one module take turns, so the precedence
+		// check below sees the other's version.
+		if err := lockName(ctx, tx, "module", v.Module); err != nil {
+			return err
+		}
+		owner, _, _ := strings.Cut(v.Module, "/")
+		versions, err := pgVersionNames(ctx, tx, v.Module)
+		if err != nil {
+			return err
+		}
+		for _, have := range versions {
+			if hub.CompareVersions(have.name, v.Version.Version) == 0 {
+				return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, have.name)
+			}
+		}
+		if len(versions) == 0 {
+			if _, err := tx.Exec(ctx, `INSERT INTO modules (id, owner, description, latest, created_at, updated_at) VALUES ($1, $2, $3, '', $4, $4)`,
+				v.Module, owner, v.Description, at); err != nil {
+				return fmt.Errorf("create module: %w", err)
+			}
+		}
+		_, err = tx.Exec(ctx, `INSERT INTO versions (module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, v.Module, v.Version.Version, v.ManifestDigest, v.WasmDigest, v.WasmSize, v.KeyID, v.Signature, at)
+		if isUnique(err) {
+			return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, v.Version.Version)
+		}
+		if err != nil {
+			return fmt.Errorf("insert version: %w", err)
+		}
+		versions = append(versions, versionName{v.Version.Version, false})
+		if _, err := tx.Exec(ctx, `UPDATE modules SET description = $1, latest = $2, updated_at = $3 WHERE id = $4`,
+			v.Description, latestOf(versions), at, v.Module); err != nil {
+			return fmt.Errorf("update module: %w", err)
+		}
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventModulePublished, Time: v.PublishedAt.UTC(), Actor: owner,
+			Module: v.Module, Version: v.Version.Version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest})
+		return err
+	})
+	return ev, err
+}
+
+func pgVersionNames(ctx context.Context, q pgQuerier, module string) ([]versionName, error) {
+	out, err := pgAll(ctx, q, func(r sqldb.Scanner) (versionName, error) {
+		var v versionName
+		err := r.Scan(&v.name, &v.yanked)
+		return v, err
+	}, `SELECT version, yanked_at IS NOT NULL FROM versions WHERE module = $1`, module)
+	if err != nil {
+		return nil, fmt.Errorf("list versions: %w", err)
+	}
+	return out, nil
+}
+
+func pgScanVersion(sc sqldb.Scanner) (Version, error) {
+	var v Version
+	var at int64
+	var yanked *int64
+	err := sc.Scan(&v.Module, &v.Version.Version, &v.ManifestDigest, &v.WasmDigest, &v.WasmSize, &v.KeyID, &v.Signature, &at, &yanked, &v.YankReason)
+	v.PublishedAt, v.Yanked = sqldb.FromNanos(at), yanked != nil
+	return v, err
+}
+
+func (p *Postgres) Module(ctx context.Context, id string) (hub.Module, error) {
+	m := hub.Module{ID: id}
+	var created, updated int64
+	err := p.pool.QueryRow(ctx, `SELECT owner, description, latest, created_at, updated_at FROM modules WHERE id = $1`, id).
+		Scan(&m.Owner, &m.Description, &m.Latest, &created, &updated)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hub.Module{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Module{}, fmt.Errorf("read module: %w", err)
+	}
+	m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
+	m.Versions, err = pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Version, error) {
+		v, err := pgScanVersion(r)
+		return v.Version, err
+	}, `SELECT `+versionColumns+` FROM versions WHERE module = $1`, id)
+	if err != nil {
+		return hub.Module{}, fmt.Errorf("list versions: %w", err)
+	}
+	slices.SortFunc(m.Versions, func(a, b hub.Version) int { return hub.CompareVersions(b.Version, a.Version) })
+	return m, nil
+}
+
+func (p *Postgres) Version(ctx context.Context, module, version string) (Version, error) {
+	v, err := pgScanVersion(p.pool.QueryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = $1 AND version = $2`, module, version))
+	if errors.Is(err, pgx.ErrNoRows) {
+		return Version{}, ErrNotFound
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("read version: %w", err)
+	}
+	return v, nil
+}
+
+func (p *Postgres) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
+	var out hub.Version
+	var evp *hub.Event
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return out, evp, fmt.Errorf("yank: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		out, evp = hub.Version{}, nil
+		// Under the module's lock: a publish's latest, and a triage's
+		// check that a fix is not yanked, see this change or none of it.
+		if err := lockName(ctx, tx, "module", module); err != nil {
+			return err
+		}
+		v, err := pgScanVersion(tx.QueryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = $1 AND version = $2`, module, version))
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNotFound
+		}
+		if err != nil {
+			return err
+		}
+		out = v.Version
+		if v.Yanked == yanked {
+			return nil
+		}
+		kind := hub.EventModuleYanked
+		if yanked {
+			_, err = tx.Exec(ctx, `UPDATE versions SET yanked_at = $1, yank_reason = $2 WHERE module = $3 AND version = $4`, n, reason, module, version)
+			out.Yanked, out.YankReason = true, reason
+		} else {
+			kind = hub.EventModuleUnyanked
+			_, err = tx.Exec(ctx, `UPDATE versions SET yanked_at = NULL, yank_reason = '' WHERE module = $1 AND version = $2`, module, version)
+			out.Yanked, out.YankReason = false, ""
+		}
+		if err != nil {
+			return fmt.Errorf("update version: %w", err)
+		}
+		names, err := pgVersionNames(ctx, tx, module)
+		if err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `UPDATE modules SET latest = $1, updated_at = $2 WHERE id = $3`, latestOf(names), n, module); err != nil {
+			return fmt.Errorf("update module: %w", err)
+		}
+		ev, err := pgAppendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Module: module, Version: version, Reason: reason})
+		evp = &ev
+		return err
+	})
+	return out, evp, err
+}
+
+func (p *Postgres) Search(ctx context.Context, query, owner string, offset, limit int) ([]hub.Module, error) {
+	like := "%" + strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`).Replace(query) + "%"
+	// ILIKE: SQLite's LIKE ignores ASCII case, and so does the search.
+	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Module, error) {
+		var m hub.Module
+		var created, updated int64
+		err := r.Scan(&m.ID, &m.Owner, &m.Description, &m.Latest, &created, &updated)
+		m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
+		return m, err
+	}, `SELECT id, owner, description, latest, created_at, updated_at FROM modules
+		WHERE (id ILIKE $1 ESCAPE '\' OR description ILIKE $1 ESCAPE '\') AND ($2::text = '' OR owner = $2)
+		ORDER BY id LIMIT $3 OFFSET $4`, like, owner, limit, offset)
+	if err != nil {
+		return nil, fmt.Errorf("search modules: %w", err)
+	}
+	return out, nil
+}
+
+// Teams. Every change of a team's members, invites or lockfile first
+// takes the team's lock.
+
+func (p *Postgres) CreateTeam(ctx context.Context, name, owner string, at time.Time) (hub.Event, error) {
+	var ev hub.Event
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return ev, fmt.Errorf("create team: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		empty, _ := json.Marshal(hub.Lockfile{Modules: []hub.LockedModule{}, Workflows: []hub.Workflow{}})
+		_, err := tx.Exec(ctx, `INSERT INTO teams (name, created_at, revision, lockfile, updated_at, updated_by) VALUES ($1, $2, 0, $3, 0, '')`, name, n, empty)
+		if isUnique(err) {
+			return ErrExists
+		}
+		if err != nil {
+			return fmt.Errorf("create team: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES ($1, $2, 'owner', $3)`, name, owner, n); err != nil {
+			return fmt.Errorf("add owner: %w", err)
+		}
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventTeamCreated, Time: at.UTC(), Actor: owner, Team: name, Account: owner, Role: hub.RoleOwner})
+		return err
+	})
+	return ev, err
+}
+
+func (p *Postgres) Team(ctx context.Context, name string) (hub.Team, error) {
+	t := hub.Team{Name: name}
+	var created int64
+	err := p.pool.QueryRow(ctx, `SELECT created_at, revision FROM teams WHERE name = $1`, name).Scan(&created, &t.Revision)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hub.Team{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Team{}, fmt.Errorf("read team: %w", err)
+	}
+	t.CreatedAt = sqldb.FromNanos(created)
+	t.Members, err = pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Member, error) {
+		var m hub.Member
+		var at int64
+		err := r.Scan(&m.Account, &m.Role, &at)
+		m.JoinedAt = sqldb.FromNanos(at)
+		return m, err
+	}, `SELECT account, role, joined_at FROM members WHERE team = $1 ORDER BY joined_at, account`, name)
+	if err != nil {
+		return hub.Team{}, fmt.Errorf("list members: %w", err)
+	}
+	return t, nil
+}
+
+func (p *Postgres) TeamsOf(ctx context.Context, account string) ([]hub.Team, error) {
+	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Team, error) {
+		var t hub.Team
+		var at int64
+		err := r.Scan(&t.Name, &t.Role, &t.Revision, &at)
+		t.CreatedAt = sqldb.FromNanos(at)
+		return t, err
+	}, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = $1 ORDER BY t.name`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list teams: %w", err)
+	}
+	return out, nil
+}
+
+func (p *Postgres) Members(ctx context.Context, team string) ([]string, error) {
+	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (string, error) {
+		var a string
+		err := r.Scan(&a)
+		return a, err
+	}, `SELECT account FROM members WHERE team = $1`, team)
+	if err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	return out, nil
+}
+
+func pgRoleIn(ctx context.Context, q pgQuerier, team, account string) (string, error) {
+	var role string
+	err := q.QueryRow(ctx, `SELECT role FROM members WHERE team = $1 AND account = $2`, team, account).Scan(&role)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return role, err
+}
+
+func pgRequireOwner(ctx context.Context, q pgQuerier, team, actor string) error {
+	role, err := pgRoleIn(ctx, q, team, actor)
+	if err != nil {
+		return err
+	}
+	if role != hub.RoleOwner {
+		return ErrNotOwner
+	}
+	return nil
+}
+
+func pgOwners(ctx context.Context, tx pgx.Tx, team string) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM members WHERE team = $1 AND role = 'owner'`, team).Scan(&n)
+	return n, err
+}
+
+func (p *Postgres) AddInvite(ctx context.Context, inv Invite) error {
+	created, err := sqldb.ToNanos(inv.CreatedAt)
+	if err != nil {
+		return fmt.Errorf("add invite: %w", err)
+	}
+	expires, err := sqldb.ToNanos(inv.ExpiresAt)
+	if err != nil {
+		return fmt.Errorf("add invite: expiry: %w", err)
+	}
+	return p.tx(ctx, func(tx pgx.Tx) error {
+		// Under the team's lock: a demotion of the creator either comes
+		// after (and deletes this invite) or before (and refuses it).
+		if err := lockName(ctx, tx, "team", inv.Team); err != nil {
+			return err
+		}
+		if err := pgRequireOwner(ctx, tx, inv.Team, inv.CreatedBy); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM invites WHERE expires_at <= $1`, created); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+			inv.Hash[:], inv.ID, inv.Team, inv.Role, inv.Account, inv.CreatedBy, created, expires)
+		return err
+	})
+}
+
+func (p *Postgres) Invites(ctx context.Context, team, actor string, at time.Time) ([]Invite, error) {
+	var out []Invite
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return nil, fmt.Errorf("list invites: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		out, err = pgAll(ctx, tx, scanInvite, `SELECT `+inviteColumns+` FROM invites WHERE team = $1 AND expires_at > $2 ORDER BY created_at, id`, team, n)
+		if err != nil {
+			return fmt.Errorf("list invites: %w", err)
+		}
+		return nil
+	})
+	return out, err
+}
+
+func (p *Postgres) RevokeInvites(ctx context.Context, team, id, actor string, at time.Time) ([]Invite, error) {
+	var out []Invite
+	err := p.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockName(ctx, tx, "team", team); err != nil {
+			return err
+		}
+		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		all, err := pgAll(ctx, tx, scanInvite, `DELETE FROM invites WHERE team = $1 AND ($2::text = '' OR id = $2) RETURNING `+inviteColumns, team, id)
+		if err != nil {
+			return fmt.Errorf("revoke invites: %w", err)
+		}
+		out = []Invite{}
+		for _, inv := range all {
+			if inv.ExpiresAt.After(at) { // an expired invite is gone already; deleting it revokes nothing
+				out = append(out, inv)
+			}
+		}
+		slices.SortFunc(out, func(a, b Invite) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID)) })
+		if id != "" && len(out) == 0 {
+			return ErrNoInvite
+		}
+		return nil
+	})
+	return out, err
+}
+
+func pgDropInvitesOf(ctx context.Context, tx pgx.Tx, team, account string) error {
+	if _, err := tx.Exec(ctx, `DELETE FROM invites WHERE team = $1 AND created_by = $2`, team, account); err != nil {
+		return fmt.Errorf("delete the invites of %s: %w", account, err)
+	}
+	return nil
+}
+
+func (p *Postgres) AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error) {
+	var team, role string
+	var ev hub.Event
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return hub.Team{}, ev, fmt.Errorf("accept invite: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		// Find the team, take its lock, then read the invite again: two
+		// accepts of one code, or an accept and its creator's demotion,
+		// take turns.
+		err := tx.QueryRow(ctx, `SELECT team FROM invites WHERE hash = $1`, hash[:]).Scan(&team)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrInviteInvalid
+		}
+		if err != nil {
+			return err
+		}
+		if err := lockName(ctx, tx, "team", team); err != nil {
+			return err
+		}
+		var forAccount, creator string
+		var expires int64
+		err = tx.QueryRow(ctx, `SELECT team, role, account, created_by, expires_at FROM invites WHERE hash = $1`, hash[:]).Scan(&team, &role, &forAccount, &creator, &expires)
+		if errors.Is(err, pgx.ErrNoRows) || err == nil && (expires <= n || forAccount != "" && forAccount != account) {
+			return ErrInviteInvalid
+		}
+		if err != nil {
+			return err
+		}
+		if err := pgRequireOwner(ctx, tx, team, creator); errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotOwner) {
+			return ErrInviteInvalid
+		} else if err != nil {
+			return err
+		}
+		if _, err := pgRoleIn(ctx, tx, team, account); err == nil {
+			return ErrAlreadyMember
+		} else if !errors.Is(err, ErrNotFound) {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM invites WHERE hash = $1`, hash[:]); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES ($1, $2, $3, $4)`, team, account, role, n); err != nil {
+			return fmt.Errorf("add member: %w", err)
+		}
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberJoined, Time: at.UTC(), Actor: account, Team: team, Account: account, Role: role})
+		return err
+	})
+	if err != nil {
+		return hub.Team{}, hub.Event{}, err
+	}
+	t, err := p.Team(ctx, team)
+	t.Role = role
+	return t, ev, err
+}
+
+func (p *Postgres) SetRole(ctx context.Context, team, account, role, actor string, at time.Time) (hub.Member, hub.Event, error) {
+	var m hub.Member
+	var ev hub.Event
+	err := p.tx(ctx, func(tx pgx.Tx) error {
+		m, ev = hub.Member{}, hub.Event{}
+		if err := lockName(ctx, tx, "team", team); err != nil {
+			return err
+		}
+		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		var old string
+		var joined int64
+		err := tx.QueryRow(ctx, `SELECT role, joined_at FROM members WHERE team = $1 AND account = $2`, team, account).Scan(&old, &joined)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return ErrNoMember
+		}
+		if err != nil {
+			return err
+		}
+		m = hub.Member{Account: account, Role: role, JoinedAt: sqldb.FromNanos(joined)}
+		if old == role {
+			return nil
+		}
+		if old == hub.RoleOwner {
+			if n, err := pgOwners(ctx, tx, team); err != nil {
+				return err
+			} else if n <= 1 {
+				return ErrLastOwner
+			}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE members SET role = $1 WHERE team = $2 AND account = $3`, role, team, account); err != nil {
+			return err
+		}
+		if old == hub.RoleOwner {
+			if err := pgDropInvitesOf(ctx, tx, team, account); err != nil {
+				return err
+			}
+		}
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberRole, Time: at.UTC(), Actor: actor, Team: team, Account: account, Role: role})
+		return err
+	})
+	return m, ev, err
+}
+
+func (p *Postgres) RemoveMember(ctx context.Context, team, account, actor string, at time.Time) (hub.Event, error) {
+	var ev hub.Event
+	err := p.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockName(ctx, tx, "team", team); err != nil {
+			return err
+		}
+		kind := hub.EventMemberLeft
+		if actor != account {
+			kind = hub.EventMemberRemoved
+			if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
+				return err
+			}
+		}
+		role, err := pgRoleIn(ctx, tx, team, account)
+		if errors.Is(err, ErrNotFound) && actor != account {
+			return ErrNoMember
+		}
+		if err != nil {
+			return err
+		}
+		if role == hub.RoleOwner {
+			if n, err := pgOwners(ctx, tx, team); err != nil {
+				return err
+			} else if n <= 1 {
+				return ErrLastOwner
+			}
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE team = $1 AND account = $2`, team, account); err != nil {
+			return err
+		}
+		if err := pgDropInvitesOf(ctx, tx, team, account); err != nil {
+			return err
+		}
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Team: team, Account: account})
+		return err
+	})
+	return ev, err
+}
+
+func (p *Postgres) Lockfile(ctx context.Context, team string) (hub.TeamLockfile, error) {
+	tl := hub.TeamLockfile{Team: team}
+	var data []byte
+	var at int64
+	err := p.pool.QueryRow(ctx, `SELECT revision, lockfile, updated_at, updated_by FROM teams WHERE name = $1`, team).Scan(&tl.Revision, &data, &at, &tl.UpdatedBy)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return hub.TeamLockfile{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.TeamLockfile{}, fmt.Errorf("read lockfile: %w", err)
+	}
+	if at != 0 {
+		tl.UpdatedAt = sqldb.FromNanos(at)
+	}
+	if err := json.Unmarshal(data, &tl.Lockfile); err != nil {
+		return hub.TeamLockfile{}, fmt.Errorf("decode stored lockfile of %s: %w", team, err)
+	}
+	return tl, nil
+}
+
+func (p *Postgres) PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error) {
+	var ev hub.Event
+	if l.Modules == nil {
+		l.Modules = []hub.LockedModule{}
+	}
+	if l.Workflows == nil {
+		l.Workflows = []hub.Workflow{}
+	}
+	data, err := json.Marshal(l)
+	if err != nil {
+		return hub.TeamLockfile{}, ev, err
+	}
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return hub.TeamLockfile{}, ev, fmt.Errorf("store lockfile: %w", err)
+	}
+	err = p.tx(ctx, func(tx pgx.Tx) error {
+		if err := lockName(ctx, tx, "team", team); err != nil {
+			return err
+		}
+		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
+			return err
+		}
+		var current int64
+		if err := tx.QueryRow(ctx, `SELECT revision FROM teams WHERE name = $1 FOR UPDATE`, team).Scan(&current); err != nil {
+			return err
+		}
+		if current != base {
+			return &ConflictError{Base: base, Current: current}
+		}
+		if _, err := tx.Exec(ctx, `UPDATE teams SET revision = $1, lockfile = $2, updated_at = $3, updated_by = $4 WHERE name = $5`,
+			base+1, data, n, actor, team); err != nil {
+			return fmt.Errorf("store lockfile: %w", err)
+		}
+		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventLockfilePushed, Time: at.UTC(), Actor: actor, Team: team, Revision: base + 1})
+		return err
+	})
+	if err != nil {
+		return hub.TeamLockfile{}, ev, err
+	}
+	return hub.TeamLockfile{Team: team, Revision: base + 1, Lockfile: l, UpdatedAt: at.UTC(), UpdatedBy: actor}, ev, nil
+}
+
+// Events.
+
+func (p *Postgres) EventsFor(ctx context.Context, viewer string, after, upTo int64, limit int) ([]hub.Event, error) {
+	out, err := pgAll(ctx, p.pool, scanEvent, `SELECT seq, data FROM events
+		WHERE seq > $1 AND seq <= $2
+		  AND (team = '' OR team IN (SELECT team FROM members WHERE account = $3)
+		       OR ($3::text <> '' AND account = $3 AND kind IN ($5, $6)))
+		ORDER BY seq LIMIT $4`, after, upTo, viewer, limit, hub.EventMemberLeft, hub.EventMemberRemoved)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return out, nil
+}
+
+func (p *Postgres) EventsAfter(ctx context.Context, after int64, limit int) ([]hub.Event, error) {
+	out, err := pgAll(ctx, p.pool, scanEvent, `SELECT seq, data FROM events WHERE seq > $1 ORDER BY seq LIMIT $2`, after, limit)
+	if err != nil {
+		return nil, fmt.Errorf("read events: %w", err)
+	}
+	return out, nil
+}
+
+func (p *Postgres) LastSeq(ctx context.Context) (int64, error) {
+	var seq int64
+	if err := p.pool.QueryRow(ctx, `SELECT coalesce(max(seq), 0) FROM events`).Scan(&seq); err != nil {
+		return 0, fmt.Errorf("read last event: %w", err)
+	}
+	return seq, nil
+}

@@ -1,0 +1,164 @@
+package hubserver
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/station-dev/station/internal/hubserver/pgtest"
+)
+
+// TestMain stops the throwaway PostgreSQL cluster pgtest may have started.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	pgtest.Stop()
+	os.Exit(code)
+}
+
+// openPostgres opens a Postgres store on a fresh database of t's own.
+func openPostgres(t *testing.T) *Postgres {
+	t.Helper()
+	st, err := OpenPostgres(context.Background(), pgtest.DSN(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
+func TestPostgresStoreContract(t *testing.T) {
+	t.Parallel()
+	storeContract(t, func(t *testing.T) Store { return openPostgres(t) })
+}
+
+// TestPostgresRefusesUnstorableTimes: as SQLite, a time outside
+// 1678-2262 is refused and nothing is written.
+func TestPostgresRefusesUnstorableTimes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openPostgres(t)
+	for _, at := range []time.Time{{}, time.Date(3000, 1, 1, 0, 0, 0, 0, time.UTC)} {
+		if _, err := st.CreateAccount(ctx, "dave", at); err == nil {
+			t.Errorf("CreateAccount at %v succeeded, want an error", at)
+		}
+	}
+	if _, err := st.Account(ctx, "dave"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("Account = %v, want ErrNotFound", err)
+	}
+	now := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	st.CreateAccount(ctx, "dave", now)
+	if _, err := st.CreateTeam(ctx, "acme", "dave", time.Time{}); err == nil {
+		t.Error("CreateTeam at the zero time succeeded, want an error")
+	}
+	if teams, err := st.TeamsOf(ctx, "dave"); err != nil || teams == nil || len(teams) != 0 {
+		t.Errorf("TeamsOf = %#v, %v; want no team (and [], not nil)", teams, err)
+	}
+	if n, _ := st.LastSeq(ctx); n != 0 {
+		t.Errorf("a refused CreateTeam appended events: last seq %d", n)
+	}
+}
+
+// TestPostgresMigrations: opening twice migrates once; a database whose
+// schema is newer than the code is refused, by Open and by Migrate, with
+// an error that says so, and left as it was; WithoutMigrate refuses an
+// unmigrated database and says to migrate.
+func TestPostgresMigrations(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dsn := pgtest.DSN(t)
+
+	fresh, err := OpenPostgres(ctx, dsn, WithoutMigrate())
+	var se *SchemaError
+	if !errors.As(err, &se) || se.Have != 0 || !strings.Contains(err.Error(), "station hub migrate") {
+		t.Fatalf("OpenPostgres(WithoutMigrate) on an empty database = %v, want a SchemaError saying to migrate", err)
+	}
+	if fresh != nil {
+		t.Fatal("OpenPostgres returned a store with its error")
+	}
+
+	st, err := OpenPostgres(ctx, dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	if v, err := st.SchemaVersion(ctx); err != nil || v != PostgresSchemaVersion {
+		t.Fatalf("SchemaVersion = %d, %v; want %d", v, err, PostgresSchemaVersion)
+	}
+	again, err := OpenPostgres(ctx, dsn) // already current: nothing to do
+	if err != nil {
+		t.Fatal(err)
+	}
+	again.Close()
+	var rows int
+	st.pool.QueryRow(ctx, `SELECT count(*) FROM schema_migrations`).Scan(&rows)
+	if rows != PostgresSchemaVersion {
+		t.Errorf("schema_migrations has %d rows, want %d", rows, PostgresSchemaVersion)
+	}
+
+	// A newer hub migrated this database.
+	if _, err := st.pool.Exec(ctx, `INSERT INTO schema_migrations (version) VALUES ($1)`, PostgresSchemaVersion+1); err != nil {
+		t.Fatal(err)
+	}
+	for name, open := range map[string]func() error{
+		"OpenPostgres": func() error {
+			s, err := OpenPostgres(ctx, dsn)
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		"OpenPostgres(WithoutMigrate)": func() error {
+			s, err := OpenPostgres(ctx, dsn, WithoutMigrate())
+			if err == nil {
+				s.Close()
+			}
+			return err
+		},
+		"Migrate": func() error { return st.Migrate(ctx) },
+	} {
+		err := open()
+		if !errors.As(err, &se) || se.Have != PostgresSchemaVersion+1 || !strings.Contains(err.Error(), "newer than this hub supports") {
+			t.Errorf("%s on a newer schema = %v, want a SchemaError that says it is newer", name, err)
+		}
+	}
+	if v, _ := st.SchemaVersion(ctx); v != PostgresSchemaVersion+1 {
+		t.Errorf("after the refusals the schema version is %d, want %d (untouched)", v, PostgresSchemaVersion+1)
+	}
+}
+
+// TestPostgresBadDSN: a DSN that does not parse is refused without
+// echoing it (it may hold a password); one that names no server says
+// where it tried.
+func TestPostgresBadDSN(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := OpenPostgres(ctx, "postgres://u:hunter2@[::1")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("OpenPostgres(bad DSN) = %v, want an error without the password", err)
+	}
+	_, err = OpenPostgres(ctx, "postgres://u:hunter2@127.0.0.1:1/db?connect_timeout=2")
+	if err == nil || strings.Contains(err.Error(), "hunter2") {
+		t.Errorf("OpenPostgres(no server) = %v, want an error without the password", err)
+	}
+}
+
+// TestPostgresStatementTimeout: the pool's statement timeout ends a
+// statement that runs longer.
+func TestPostgresStatementTimeout(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := OpenPostgres(ctx, pgtest.DSN(t), WithStatementTimeout(100*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	start := time.Now()
+	_, err = st.pool.Exec(ctx, `SELECT pg_sleep(5)`)
+	if !isPgCode(err, "57014") || time.Since(start) > 3*time.Second {
+		t.Errorf("a 5 s statement under a 100 ms timeout = %v after %v, want SQLSTATE 57014 (query_canceled) at once", err, time.Since(start))
+	}
+}
