@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/station-dev/station/internal/units"
@@ -126,8 +127,16 @@ func SanitizeLimit(s string, limit int) string {
 			fmt.Fprintf(&b, `\x%02x`, s[i])
 		case r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0):
 			fmt.Fprintf(&b, `\x%02x`, r)
-		case r == 0x2028 || r == 0x2029 || r == 0x200e || r == 0x200f || (r >= 0x202a && r <= 0x202e) || (r >= 0x2066 && r <= 0x2069):
-			fmt.Fprintf(&b, `\u%04x`, r) // line separators and bidi controls
+		case r == 0x2028 || r == 0x2029 || unicode.Is(unicode.Cf, r) && r != 0x200c && r != 0x200d:
+			// Line separators and invisible format characters: bidi
+			// controls (U+061C, U+200E, U+202A..., U+2066...), zero-width
+			// spaces, the BOM, tag characters that hide ASCII. ZWNJ and ZWJ
+			// stay: scripts and emoji need them.
+			if r > 0xffff {
+				fmt.Fprintf(&b, `\U%08x`, r)
+			} else {
+				fmt.Fprintf(&b, `\u%04x`, r)
+			}
 		default:
 			b.WriteString(s[i : i+size])
 		}

@@ -34,3 +34,28 @@ func TestLimitErrorDecision(t *testing.T) {
 		t.Error("a LimitError is a Violation")
 	}
 }
+
+// TestSanitizeEscapesInvisibleText: what could reorder or hide text on a
+// terminal is shown escaped — control bytes, line separators and every
+// invisible format character (bidi marks and overrides, zero-width spaces,
+// the BOM, the soft hyphen, tag characters that spell hidden ASCII) — and
+// what scripts and emoji need (ZWNJ, ZWJ) and plain text stay as written.
+func TestSanitizeEscapesInvisibleText(t *testing.T) {
+	for in, want := range map[string]string{
+		"a\x1b[2Jb":               `a\x1b[2Jb`,
+		"evil\u202egnp.exe":       `evil\u202egnp.exe`,
+		"x\u061cy":                `x\u061cy`,
+		"zero\u200bwidth":         `zero\u200bwidth`,
+		"\ufeffbom":               `\ufeffbom`,
+		"soft\u00adhyphen":        `soft\u00adhyphen`,
+		"tag\U000e0061\U000e0062": `tag\U000e0061\U000e0062`,
+		"line\u2028sep":           `line\u2028sep`,
+		"می\u200cخواهم":           "می\u200cخواهم",
+		"👩\u200d💻":                "👩\u200d💻",
+		"plain, ünïcödé":          "plain, ünïcödé",
+	} {
+		if got := Sanitize(in); got != want {
+			t.Errorf("Sanitize(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
