@@ -299,7 +299,12 @@ func (idx *advisoryIndex) match(hubURL, module, version string) VersionAdvisorie
 			continue
 		}
 		m := AdvisoryMatch{ID: a.OSV.ID, Summary: a.OSV.Summary, Aliases: a.OSV.Aliases, Severity: a.OSV.Level(),
-			FixedIn: a.OSV.FixedIn(module, version), Hub: hubURL, Allowed: idx.allows[module+"@"+version][a.OSV.ID], OSV: &a.OSV}
+			FixedIn: a.OSV.FixedIn(module, version), Hub: hubURL, OSV: &a.OSV}
+		// An allowance of another hub's advisory of the same id (hubs
+		// number theirs each on their own) allows nothing here.
+		if al := idx.allows[module+"@"+version][a.OSV.ID]; al != nil && al.HubURL == hubURL {
+			m.Allowed = al
+		}
 		m.Blocks = m.Allowed == nil && (config.Advisories{Block: idx.block}).Blocks(m.Severity)
 		va.Advisories = append(va.Advisories, m)
 	}
@@ -429,8 +434,11 @@ func (e *notApplicable) Is(target error) bool { return target == ErrAdvisoryNotA
 // module@version although advisory id affects it, and records it in the
 // audit log. The station must know the advisory, from the hub the module
 // was installed from when it is installed from one (from any hub
-// otherwise), and the advisory must affect that version: anything else is
-// an error wrapping ErrAdvisoryNotApplicable, and nothing is recorded.
+// otherwise, the one the station is logged in to first), and the advisory
+// must affect that version: anything else is an error wrapping
+// ErrAdvisoryNotApplicable, and nothing is recorded. The allowance is for
+// that hub's advisory (the match's Hub): hubs number their advisories each
+// on their own, and another hub's of the same id is not allowed by it.
 func (s *Station) AllowAdvisory(ctx context.Context, id, module, version, reason string, now time.Time) (AdvisoryMatch, error) {
 	known, err := s.Store.AdvisoryByID(ctx, id)
 	if errors.Is(err, store.ErrNotFound) {
@@ -443,6 +451,13 @@ func (s *Station) AllowAdvisory(ctx context.Context, id, module, version, reason
 	hubs := []string{}
 	for _, a := range known {
 		hubs = append(hubs, a.HubURL)
+	}
+	if l, err := s.Store.HubLogin(ctx); err == nil {
+		if i := slices.Index(hubs, l.URL); i > 0 {
+			hubs = append([]string{l.URL}, slices.Delete(hubs, i, i+1)...)
+		}
+	} else if !errors.Is(err, store.ErrNotFound) {
+		return AdvisoryMatch{}, err
 	}
 	if rec, err := s.Store.Module(ctx, module); err == nil && rec.Version == version {
 		if o, err := s.Store.HubOrigin(ctx, module); err == nil && s.InstalledFromHub(rec, o) {
@@ -464,7 +479,7 @@ func (s *Station) AllowAdvisory(ctx context.Context, id, module, version, reason
 		return AdvisoryMatch{}, &notApplicable{fmt.Sprintf("allow %s for %s@%s: the advisory does not affect %s@%s (station advisories show %s says what it affects)",
 			id, module, version, module, version, id)}
 	}
-	a := store.AdvisoryAllow{Module: module, Version: version, Advisory: id, Reason: reason, AllowedAt: now.UTC()}
+	a := store.AdvisoryAllow{Module: module, Version: version, Advisory: id, HubURL: match.Hub, Reason: reason, AllowedAt: now.UTC()}
 	if err := s.Store.PutAdvisoryAllow(ctx, a); err != nil {
 		return AdvisoryMatch{}, err
 	}

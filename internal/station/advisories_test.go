@@ -401,3 +401,48 @@ func TestAdvisoryGateHomeByAnotherPath(t *testing.T) {
 		t.Errorf("InstalledAdvisories by the link = %+v, %v; want dave/hello from %s", all, err, e.hub)
 	}
 }
+
+// TestAllowanceIsForOneHub: hubs number their advisories each on their
+// own, so an allowance of one hub's STATION-2026-0013 for a version does
+// not allow another hub's advisory of that id: installing the version
+// from that hub is refused, and it does not run.
+func TestAllowanceIsForOneHub(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newAdvEnv(t, "")
+	const elsewhere = "http://127.0.0.1:1"
+	e.put(t, elsewhere, []hub.OSV{advisory("STATION-2026-0013", "low", "0", "")})
+	// The same bytes from a directory are matched against no hub: the
+	// operator allows the other hub's advisory for the version.
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "module.yaml"), helloAt("1.0.0"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "module.wasm"), wasmbuild.ForTest(t, "examples/hello"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.Install(ctx, dir, func(station.Plan) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	m, err := e.st.AllowAdvisory(ctx, "STATION-2026-0013", "dave/hello", "1.0.0", "a low one of the other hub", time.Now())
+	if err != nil || m.Hub != elsewhere {
+		t.Fatalf("AllowAdvisory = %+v, %v; want the advisory of %s", m, err, elsewhere)
+	}
+
+	// The module's own hub publishes a critical advisory under that id.
+	e.put(t, e.hub, []hub.OSV{advisory("STATION-2026-0013", "critical", "0", "")})
+	va, err := e.st.AdvisoriesAgainst(ctx, e.hub, "dave/hello", "1.0.0")
+	if err != nil || va.Blocking() == nil {
+		t.Errorf("AdvisoriesAgainst(%s) = %+v, %v; want the critical advisory, not allowed", e.hub, va, err)
+	}
+	_, err = e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0", Ask: true}, func(hubsync.Plan) (bool, error) { return true, nil })
+	var blocked *hubsync.AdvisoryBlockedError
+	if !errors.As(err, &blocked) {
+		t.Errorf("installing the version from %s = %v; want it refused", e.hub, err)
+	}
+	if err == nil {
+		if err := e.greet(t); err == nil {
+			t.Error("the version runs, allowed by another hub's advisory")
+		}
+	}
+}

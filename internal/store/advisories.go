@@ -12,11 +12,11 @@ import (
 	"github.com/station-dev/station/internal/sqldb"
 )
 
-// What the station knows of the hubs' security advisories (schema 9): the
-// OSV records each hub published, as the station last received them; the
-// versions each hub has yanked; the operator's allowances to run a module
-// version an advisory affects; and how far the station has read each hub's
-// advisory feed. Everything but the allowances came from a hub: print it
+// What the station knows of the hubs' security advisories (schema 9; the
+// hub of an allowance, 10): the OSV records each hub published, as the
+// station last received them; the versions each hub has yanked; the
+// operator's allowances to run a module version an advisory of a hub
+// affects; and how far the station has read each hub's advisory feed. Everything but the allowances came from a hub: print it
 // sanitised. The station's run gate reads them (internal/station,
 // advisories.go); hubsync writes them from the feed.
 
@@ -45,8 +45,11 @@ type Yank struct {
 // module version although an advisory affects it.
 type AdvisoryAllow struct {
 	Module, Version string
-	// Advisory is the advisory id.
-	Advisory string
+	// Advisory is the advisory id, and HubURL the hub that published it:
+	// hubs number their advisories each on their own, so the allowance
+	// allows no other hub's advisory of that id ("" allows none: an
+	// allowance from schema 9 whose hub could not be told).
+	Advisory, HubURL string
 	// Reason is why the operator allows it, in their words.
 	Reason    string
 	AllowedAt time.Time
@@ -300,13 +303,15 @@ func (s *Store) YanksOf(ctx context.Context, module string) ([]Yank, error) {
 }
 
 // PutAdvisoryAllow records (or replaces) the operator's allowance to run
-// a.Module at a.Version although advisory a.Advisory affects it. It does
-// not check that the advisory is known or affects the version: the caller
-// (station.AllowAdvisory, the CLI) does.
+// a.Module at a.Version although advisory a.Advisory of hub a.HubURL
+// affects it (one allowance per module version and advisory id: allowing
+// the id of another hub replaces it). It does not check that the advisory
+// is known or affects the version: the caller (station.AllowAdvisory, the
+// CLI) does.
 func (s *Store) PutAdvisoryAllow(ctx context.Context, a AdvisoryAllow) error {
 	switch {
-	case a.Module == "" || a.Version == "" || a.Advisory == "":
-		return fmt.Errorf("allow advisory: module (%q), version (%q) and advisory (%q) are all required", a.Module, a.Version, a.Advisory)
+	case a.Module == "" || a.Version == "" || a.Advisory == "" || a.HubURL == "":
+		return fmt.Errorf("allow advisory: module (%q), version (%q), advisory (%q) and its hub (%q) are all required", a.Module, a.Version, a.Advisory, a.HubURL)
 	case len(a.Reason) > MaxAllowReason:
 		return fmt.Errorf("allow advisory %s for %s@%s: the reason is %d bytes, more than %d", a.Advisory, a.Module, a.Version, len(a.Reason), MaxAllowReason)
 	}
@@ -315,9 +320,9 @@ func (s *Store) PutAdvisoryAllow(ctx context.Context, a AdvisoryAllow) error {
 		return fmt.Errorf("allow advisory %s: %w", a.Advisory, err)
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO advisory_allows (module, version, advisory, reason, allowed_at) VALUES (?, ?, ?, ?, ?)
-			ON CONFLICT (module, version, advisory) DO UPDATE SET reason = excluded.reason, allowed_at = excluded.allowed_at`,
-			a.Module, a.Version, a.Advisory, a.Reason, at)
+		_, err := tx.ExecContext(ctx, `INSERT INTO advisory_allows (module, version, advisory, hub_url, reason, allowed_at) VALUES (?, ?, ?, ?, ?, ?)
+			ON CONFLICT (module, version, advisory) DO UPDATE SET hub_url = excluded.hub_url, reason = excluded.reason, allowed_at = excluded.allowed_at`,
+			a.Module, a.Version, a.Advisory, a.HubURL, a.Reason, at)
 		return err
 	})
 	s.changed()
@@ -333,12 +338,12 @@ func (s *Store) AdvisoryAllows(ctx context.Context, module string) ([]AdvisoryAl
 	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (AdvisoryAllow, error) {
 		var a AdvisoryAllow
 		var at int64
-		if err := r.Scan(&a.Module, &a.Version, &a.Advisory, &a.Reason, &at); err != nil {
+		if err := r.Scan(&a.Module, &a.Version, &a.Advisory, &a.HubURL, &a.Reason, &at); err != nil {
 			return AdvisoryAllow{}, err
 		}
 		a.AllowedAt = sqldb.FromNanos(at)
 		return a, nil
-	}, `SELECT module, version, advisory, reason, allowed_at FROM advisory_allows
+	}, `SELECT module, version, advisory, hub_url, reason, allowed_at FROM advisory_allows
 		WHERE ? = '' OR module = ? ORDER BY module, version, advisory`, module, module)
 	if err != nil {
 		return nil, fmt.Errorf("advisory allowances: %w", err)

@@ -48,8 +48,8 @@ func TestAdvisoriesMigration(t *testing.T) {
 	}
 	defer s.Close()
 	var v int
-	if err := s.db.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != 9 {
-		t.Fatalf("schema version %d, %v; want 9", v, err)
+	if err := s.db.QueryRow(`SELECT version FROM schema_version`).Scan(&v); err != nil || v != SchemaVersion {
+		t.Fatalf("schema version %d, %v; want %d", v, err, SchemaVersion)
 	}
 	if m, err := s.Module(ctx, "dave/a"); err != nil || m.Source != "/src/a" {
 		t.Errorf("module after the migration: %+v, %v", m, err)
@@ -65,6 +65,57 @@ func TestAdvisoriesMigration(t *testing.T) {
 	}
 	if f, err := s.AdvisoryCursor(ctx, "https://a.example"); err != nil || f.Cursor != 0 || !f.SyncedAt.IsZero() {
 		t.Errorf("AdvisoryCursor before any sync = %+v, %v", f, err)
+	}
+}
+
+// TestAdvisoryAllowsMigration: an allowance made before schema 10 gets the
+// hub the module version was installed from when that hub published the
+// advisory, else the one hub that published an advisory of that id; one
+// that names no such hub (two hubs published the id, and the module came
+// from neither) gets none, and allows nothing.
+func TestAdvisoryAllowsMigration(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "station.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:9]
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range []string{
+		`INSERT INTO hub_origins (module, hub_url, version, manifest_digest, wasm_digest, key_id, team, installed_at) VALUES
+			('dave/a', 'https://a.example', '1.0.0', 'm', 'w', 'K1', '', 1),
+			('dave/c', 'https://c.example', '1.0.0', 'm', 'w', 'K1', '', 1)`,
+		`INSERT INTO hub_advisories (hub_url, id, target, data, modified) VALUES
+			('https://a.example', 'STATION-2026-0001', 'dave/a', x'7b7d', 1),
+			('https://b.example', 'STATION-2026-0001', 'dave/a', x'7b7d', 1),
+			('https://b.example', 'STATION-2026-0002', 'dave/b', x'7b7d', 1)`,
+		`INSERT INTO advisory_allows (module, version, advisory, reason, allowed_at) VALUES
+			('dave/a', '1.0.0', 'STATION-2026-0001', 'origin', 1),
+			('dave/b', '1.0.0', 'STATION-2026-0002', 'the one hub', 1),
+			('dave/c', '1.0.0', 'STATION-2026-0001', 'two hubs, neither the origin', 1)`,
+	} {
+		if _, err := s.db.Exec(q); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.Close()
+	migrations = saved
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	got, err := s.AdvisoryAllows(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubs := map[string]string{}
+	for _, a := range got {
+		hubs[a.Module] = a.HubURL
+	}
+	if want := map[string]string{"dave/a": "https://a.example", "dave/b": "https://b.example", "dave/c": ""}; !reflect.DeepEqual(hubs, want) {
+		t.Errorf("the allowances' hubs after the migration = %v, want %v", hubs, want)
 	}
 }
 
@@ -211,10 +262,10 @@ func TestAdvisoryAllows(t *testing.T) {
 	s := open(t)
 	at := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
 	for _, a := range []AdvisoryAllow{
-		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0002", Reason: "not reachable here", AllowedAt: at},
-		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", Reason: "first", AllowedAt: at},
-		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", Reason: "second", AllowedAt: at.Add(time.Hour)},
-		{Module: "anna/y", Version: "2.0.0", Advisory: "STATION-2026-0001", Reason: "", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0002", HubURL: "h", Reason: "not reachable here", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", HubURL: "h", Reason: "first", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", HubURL: "h2", Reason: "second", AllowedAt: at.Add(time.Hour)},
+		{Module: "anna/y", Version: "2.0.0", Advisory: "STATION-2026-0001", HubURL: "h", Reason: "", AllowedAt: at},
 	} {
 		if err := s.PutAdvisoryAllow(ctx, a); err != nil {
 			t.Fatal(err)
@@ -222,8 +273,8 @@ func TestAdvisoryAllows(t *testing.T) {
 	}
 	got, err := s.AdvisoryAllows(ctx, "dave/x")
 	want := []AdvisoryAllow{
-		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", Reason: "second", AllowedAt: at.Add(time.Hour)},
-		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0002", Reason: "not reachable here", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", HubURL: "h2", Reason: "second", AllowedAt: at.Add(time.Hour)},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0002", HubURL: "h", Reason: "not reachable here", AllowedAt: at},
 	}
 	if err != nil || !reflect.DeepEqual(got, want) {
 		t.Errorf("AdvisoryAllows(dave/x) = %+v, %v; want %+v", got, err, want)
@@ -241,10 +292,11 @@ func TestAdvisoryAllows(t *testing.T) {
 		t.Errorf("after the delete: %+v", got)
 	}
 	for _, bad := range []AdvisoryAllow{
-		{Version: "1.0.0", Advisory: "STATION-2026-0001", AllowedAt: at},
-		{Module: "dave/x", Advisory: "STATION-2026-0001", AllowedAt: at},
-		{Module: "dave/x", Version: "1.0.0", AllowedAt: at},
-		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", Reason: strings.Repeat("x", MaxAllowReason+1), AllowedAt: at},
+		{Version: "1.0.0", Advisory: "STATION-2026-0001", HubURL: "h", AllowedAt: at},
+		{Module: "dave/x", Advisory: "STATION-2026-0001", HubURL: "h", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", HubURL: "h", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", AllowedAt: at},
+		{Module: "dave/x", Version: "1.0.0", Advisory: "STATION-2026-0001", HubURL: "h", Reason: strings.Repeat("x", MaxAllowReason+1), AllowedAt: at},
 	} {
 		if err := s.PutAdvisoryAllow(ctx, bad); err == nil {
 			t.Errorf("PutAdvisoryAllow(%+v) succeeded", bad)
@@ -267,7 +319,7 @@ func TestChangesCountsGateWrites(t *testing.T) {
 		{"delete origin", func() error { return s.DeleteHubOrigin(ctx, "a/b") }},
 		{"delete module", func() error { return s.DeleteModule(ctx, "a/b") }},
 		{"allow", func() error {
-			return s.PutAdvisoryAllow(ctx, AdvisoryAllow{Module: "a/b", Version: "1.0.0", Advisory: "STATION-2026-0001", AllowedAt: at})
+			return s.PutAdvisoryAllow(ctx, AdvisoryAllow{Module: "a/b", Version: "1.0.0", Advisory: "STATION-2026-0001", HubURL: "h", AllowedAt: at})
 		}},
 		{"delete allow", func() error { return s.DeleteAdvisoryAllow(ctx, "a/b", "1.0.0", "STATION-2026-0001") }},
 		{"advisories", func() error { return s.PutAdvisories(ctx, "h", nil, nil, 1) }},

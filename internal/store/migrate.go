@@ -43,6 +43,13 @@ import (
 //     version an advisory affects) and hub_advisory_feeds (the advisory
 //     feed cursor of each hub, and when it was last read). See
 //     advisories.go.
+//   - 10: advisory_allows.hub_url (the hub whose advisory an allowance
+//     allows: hubs number their advisories each on their own, so another
+//     hub's advisory of the same id is not allowed by it). An allowance
+//     made before gets the hub the module version was installed from when
+//     that hub published the advisory, or else the one hub that did; one
+//     that names no such hub gets an empty hub_url and allows nothing
+//     (the operator allows it again).
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -235,11 +242,18 @@ var migrations = []string{
 		cursor    INTEGER NOT NULL, -- the feed cursor to read on from
 		synced_at INTEGER NOT NULL  -- Unix nanoseconds, UTC: when a page of it was last stored
 	) STRICT;`,
+	// 10
+	`ALTER TABLE advisory_allows ADD COLUMN hub_url TEXT NOT NULL DEFAULT ''; -- the hub whose advisory it allows
+	UPDATE advisory_allows SET hub_url = coalesce(
+		(SELECT o.hub_url FROM hub_origins o JOIN hub_advisories a ON a.hub_url = o.hub_url AND a.id = advisory_allows.advisory
+			WHERE o.module = advisory_allows.module AND o.version = advisory_allows.version),
+		(SELECT CASE WHEN count(*) = 1 THEN min(a.hub_url) END FROM hub_advisories a WHERE a.id = advisory_allows.advisory),
+		'');`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 9
+const SchemaVersion = 10
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {
