@@ -57,9 +57,16 @@ func New(baseURL string, hc *http.Client, o Options) (*Client, error) {
 	if hc == nil {
 		return nil, errors.New("hub client: an *http.Client is required (the station's own, from stationhttp.NewClient)")
 	}
-	u, err := url.Parse(strings.TrimSuffix(baseURL, "/"))
+	u, err := url.Parse(strings.TrimRight(baseURL, "/"))
 	if err != nil || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
 		return nil, fmt.Errorf("hub URL %q: want scheme://host[:port][/path]", baseURL)
+	}
+	// The URL is the hub's identity on a station (its advisories, the
+	// origins of what was installed from it, the keys pinned for it): one
+	// spelling per hub, the host in lower case and no default port.
+	u.Host = strings.ToLower(u.Host)
+	if p := u.Port(); u.Scheme == "https" && p == "443" || u.Scheme == "http" && p == "80" {
+		u.Host = strings.TrimSuffix(u.Host, ":"+p)
 	}
 	switch u.Scheme {
 	case "https":
@@ -82,7 +89,8 @@ func New(baseURL string, hc *http.Client, o Options) (*Client, error) {
 	return &Client{base: u, http: &c, streams: &s, token: o.Token}, nil
 }
 
-// URL returns the hub's base URL.
+// URL returns the hub's base URL, spelled one way for each hub: the host
+// in lower case, no default port, no trailing slash.
 func (c *Client) URL() string { return c.base.String() }
 
 // WithToken returns a copy of c that sends token.

@@ -389,3 +389,30 @@ func TestPlainHTTPOnlyToLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestURLIsOneSpelling: the hub's URL is its identity on a station (its
+// advisories, the origins of the modules installed from it and the keys
+// pinned for it are stored under it), so every spelling of one hub is one
+// URL: the host in lower case, no default port, no trailing slash. A
+// login typed another way would otherwise store the hub's advisories
+// apart from the modules they are about, and run those unchecked.
+func TestURLIsOneSpelling(t *testing.T) {
+	hc := &http.Client{}
+	for in, want := range map[string]string{
+		"https://HUB.Example.COM":           "https://hub.example.com",
+		"HTTPS://hub.example.com:443//":     "https://hub.example.com",
+		"https://hub.example.com:8443/Hub/": "https://hub.example.com:8443/Hub",
+		"http://127.0.0.1:80/":              "http://127.0.0.1",
+		"http://LocalHost:7777":             "http://localhost:7777",
+		"https://[::1]:443/":                "https://[::1]",
+	} {
+		c, err := hubclient.New(in, hc, hubclient.Options{})
+		if err != nil || c.URL() != want {
+			var got string
+			if c != nil {
+				got = c.URL()
+			}
+			t.Errorf("New(%s).URL() = %q, %v; want %q", in, got, err, want)
+		}
+	}
+}
