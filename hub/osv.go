@@ -208,8 +208,11 @@ type Range struct {
 }
 
 // Ranges returns the SEMVER ranges of the affected entry of pkg (module id
-// or Product) in a, in the hub's form. Events that do not parse are left
-// out; a range whose first event is not introduced is none.
+// or Product) in a, in the hub's form. A bound that is not a semantic
+// version is no bound, so that the range is wider, never narrower: an
+// introduced that does not parse is "0", a fixed or last_affected that does
+// not parse is left out. A range whose first event is not introduced is
+// none.
 func (a *OSV) Ranges(pkg string) []Range {
 	var out []Range
 	for _, af := range a.Affected {
@@ -226,9 +229,12 @@ func (a *OSV) Ranges(pkg string) []Range {
 				case e.Introduced != "":
 					out = append(out, Range{Introduced: e.Introduced})
 					cur = &out[len(out)-1]
-				case cur != nil && e.Fixed != "" && cur.Fixed == "" && cur.LastAffected == "":
+					if CheckVersion(cur.Introduced) != "" {
+						cur.Introduced = "0"
+					}
+				case cur != nil && e.Fixed != "" && CheckVersion(e.Fixed) == "" && cur.Fixed == "" && cur.LastAffected == "":
 					cur.Fixed = e.Fixed
-				case cur != nil && e.LastAffected != "" && cur.Fixed == "" && cur.LastAffected == "":
+				case cur != nil && e.LastAffected != "" && CheckVersion(e.LastAffected) == "" && cur.Fixed == "" && cur.LastAffected == "":
 					cur.LastAffected = e.LastAffected
 				}
 			}
@@ -238,21 +244,22 @@ func (a *OSV) Ranges(pkg string) []Range {
 }
 
 // Affects reports whether version is in r: at or after Introduced ("0":
-// from the first) and before Fixed, or at most LastAffected. A version
-// that is not a semantic version is never affected (the caller says the
-// version is unknown).
+// from the first) and before Fixed, or at most LastAffected. A bound that
+// is not a semantic version is no bound (the range is wider, never
+// narrower, as Ranges reads it). A version that is not a semantic version
+// is never affected (the caller says the version is unknown).
 func (r Range) Affects(version string) bool {
 	if CheckVersion(version) != "" {
 		return false
 	}
-	if r.Introduced != "0" && (CheckVersion(r.Introduced) != "" || CompareVersions(version, r.Introduced) < 0) {
+	if CheckVersion(r.Introduced) == "" && CompareVersions(version, r.Introduced) < 0 {
 		return false
 	}
 	switch {
-	case r.Fixed != "":
-		return CheckVersion(r.Fixed) == "" && CompareVersions(version, r.Fixed) < 0
-	case r.LastAffected != "":
-		return CheckVersion(r.LastAffected) == "" && CompareVersions(version, r.LastAffected) <= 0
+	case r.Fixed != "" && CheckVersion(r.Fixed) == "":
+		return CompareVersions(version, r.Fixed) < 0
+	case r.LastAffected != "" && CheckVersion(r.LastAffected) == "":
+		return CompareVersions(version, r.LastAffected) <= 0
 	}
 	return true
 }
