@@ -36,6 +36,12 @@ type CheckOptions struct {
 	Session func(context.Context, *station.Station) (*hubsync.Session, error)
 	// Version is the station's own version (cmdutil.Version).
 	Version string
+	// Reload tells a running daemon that module id changed in the store
+	// (the Factory's ReloadInDaemon): after the hub brought advisories or
+	// yanks, each affected module is reloaded, so that a daemon whose relay
+	// missed them refuses a blocked version from its next call, as the
+	// table says.
+	Reload func(ctx context.Context, id string)
 	// Offline is --offline: use what the station stored, ask no hub.
 	Offline bool
 	JSON    bool
@@ -54,7 +60,7 @@ func NewCmdAdvisories(f *cmdutil.Factory) *cobra.Command {
 
 // newCmdCheck returns `station advisories` without its subcommands.
 func newCmdCheck(f *cmdutil.Factory, runF func(*CheckOptions) error) *cobra.Command {
-	opts := &CheckOptions{IO: &f.IO, Open: f.Open, Version: cmdutil.Version(),
+	opts := &CheckOptions{IO: &f.IO, Open: f.Open, Version: cmdutil.Version(), Reload: f.ReloadInDaemon,
 		Session: func(ctx context.Context, st *station.Station) (*hubsync.Session, error) {
 			return hubsync.Open(ctx, st, f.FileLogger(st.Home))
 		}}
@@ -151,6 +157,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 		return err
 	}
 	res := &CheckResult{}
+	brought := false // the hub brought advisories or yanks just now
 	if !opts.Offline {
 		sess, err := opts.Session(ctx, st)
 		switch {
@@ -163,7 +170,7 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 			if err != nil {
 				res.RefreshError = err.Error()
 			} else {
-				res.Refreshed = true
+				res.Refreshed, brought = true, sync.Advisories+sync.Yanks > 0
 				for _, s := range sync.Skipped {
 					fmt.Fprintf(opts.IO.Err, "station: warning: the hub sent a record this station cannot use and it was left out: %s\n", cmdutil.TermText(s))
 				}
@@ -175,6 +182,13 @@ func checkRun(ctx context.Context, opts *CheckOptions) error {
 		return err
 	}
 	res.Hub, res.SyncedAt, res.Modules, res.Station, res.Affected = found.Hub, found.SyncedAt, found.Modules, found.Station, found.Affected()
+	if brought {
+		for _, f := range res.Modules {
+			if f.Affected() {
+				opts.Reload(ctx, f.Module)
+			}
+		}
+	}
 	if res.RefreshError != "" {
 		now := time.Now
 		if opts.Now != nil {
