@@ -72,6 +72,9 @@ type Module struct {
 // ID returns the module id.
 func (m *Module) ID() string { return m.id }
 
+// Version returns the module's version, as its manifest says.
+func (m *Module) Version() string { return m.version }
+
 // Digest returns the sha256 digest of the module's wasm.
 func (m *Module) Digest() string { return m.digest }
 

@@ -178,7 +178,14 @@ type advisoryIndex struct {
 	// installed are the installed modules' findings, by module id; a
 	// module installed from a directory has none (its Hub is "").
 	installed map[string]*VersionAdvisories
+	// copies are the installed modules' versions and builds, by module
+	// id: what Run may run after the gate looked.
+	copies map[string]moduleCopy
 }
+
+// moduleCopy is one version and build of a module: what the gate looked
+// at, or what a copy loaded in the host is. The zero value is none.
+type moduleCopy struct{ version, digest string }
 
 func versionKey(hubURL, module, version string) string {
 	return hubURL + "\x00" + module + "\x00" + version
@@ -229,7 +236,7 @@ func (s *Station) advisoryIndex(ctx context.Context) (*advisoryIndex, error) {
 func (s *Station) buildAdvisoryIndex(ctx context.Context) (*advisoryIndex, error) {
 	idx := &advisoryIndex{changes: s.Store.Changes(), generation: s.adv.generation.Load(), block: s.Config.Advisories.Block,
 		advisories: map[string]map[string][]*store.Advisory{}, yanks: map[string]*store.Yank{},
-		allows: map[string]map[string]*store.AdvisoryAllow{}, installed: map[string]*VersionAdvisories{}}
+		allows: map[string]map[string]*store.AdvisoryAllow{}, installed: map[string]*VersionAdvisories{}, copies: map[string]moduleCopy{}}
 	advs, err := s.Store.Advisories(ctx)
 	if err != nil {
 		return nil, err
@@ -287,6 +294,7 @@ func (s *Station) buildAdvisoryIndex(ctx context.Context) (*advisoryIndex, error
 			*va = idx.match(o.HubURL, rec.ID, rec.Version)
 		}
 		idx.installed[rec.ID] = va
+		idx.copies[rec.ID] = moduleCopy{rec.Version, rec.Digest}
 	}
 	return idx, nil
 }
@@ -350,23 +358,26 @@ func (s *Station) InstalledAdvisories(ctx context.Context) ([]VersionAdvisories,
 
 // gateAdvisories is the run gate: it refuses a call of module id whose
 // installed version an unallowed advisory at or above advisories.block
-// affects, and warns once per process about the rest. A module that is
-// not installed passes (the load says so).
-func (s *Station) gateAdvisories(ctx context.Context, id, command string) error {
+// affects, and warns once per process about the rest. It returns the
+// version it looked at, which is all the call may run; none for a module
+// that was not installed when the station last looked (the load says
+// whether it is now).
+func (s *Station) gateAdvisories(ctx context.Context, id, command string) (moduleCopy, error) {
 	idx, err := s.advisoryIndex(ctx)
 	if err != nil {
-		return err
+		return moduleCopy{}, err
 	}
+	looked := idx.copies[id]
 	va := idx.installed[id]
 	if va == nil || va.Hub == "" || (len(va.Advisories) == 0 && va.Yank == nil) {
-		return nil
+		return looked, nil
 	}
 	d := sandbox.Decision{Module: id, Command: command, Capability: sandbox.Advisory, Trace: sandbox.TraceFrom(ctx)}
 	if e := va.Blocking(); e != nil {
 		v := e.Violation()
 		d.Time, d.Target, d.Reason = time.Now(), v.Target, v.Reason
 		s.Audit.Record(d)
-		return e
+		return moduleCopy{}, e
 	}
 	for i := range va.Advisories {
 		m := &va.Advisories[i]
@@ -399,7 +410,7 @@ func (s *Station) gateAdvisories(ctx context.Context, id, command string) error 
 		d.Time, d.Target, d.Allowed, d.Reason = time.Now(), YankTarget, true, "ran although yanked on its hub: "+reason
 		s.Audit.Record(d)
 	}
-	return nil
+	return looked, nil
 }
 
 // firstWarning reports whether this process has not yet warned about

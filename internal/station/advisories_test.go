@@ -446,3 +446,70 @@ func TestAllowanceIsForOneHub(t *testing.T) {
 		}
 	}
 }
+
+// TestAdvisoryGateChecksWhatRuns: what the gate looks at is what runs.
+// Another process upgraded the module and this one was not told (a
+// daemon whose reload request failed): once a critical advisory against
+// the old version arrives, the gate, which reads the new version from the
+// store, does not let the warm copy of the old one run; the call runs the
+// new version. And a module another process installed after this one last
+// looked is looked at before it is loaded: a critical advisory that
+// process stored refuses it.
+func TestAdvisoryGateChecksWhatRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	e := newAdvEnv(t, "")
+	if err := e.greet(t); err != nil {
+		t.Fatal(err)
+	}
+	other := func() (*station.Station, *hubsync.Session) {
+		st, err := station.Open(ctx, e.st.Home, station.Options{Cache: testCache(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close(ctx) })
+		sess, err := hubsync.Open(ctx, st, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st, sess
+	}
+	_, sess := other()
+	if _, err := sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.1"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	e.put(t, e.hub, []hub.OSV{advisory("STATION-2026-0014", "critical", "0", "1.0.1")})
+	if err := e.greet(t); err != nil {
+		t.Errorf("the installed 1.0.1 is not affected: %v", err)
+	}
+	if m := e.st.Host.Module("dave/hello"); m == nil || m.Version() != "1.0.1" {
+		v := "none"
+		if m != nil {
+			v = m.Version()
+		}
+		t.Errorf("the call ran %s, which the advisory blocks; want 1.0.1, which the gate looked at", v)
+	}
+
+	// Removed here; installed again at 1.0.0 by another process, which
+	// also stored a critical advisory against it.
+	if err := e.st.Remove(ctx, "dave/hello"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.st.InstalledAdvisories(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ost, sess := other()
+	if err := ost.Store.PutAdvisories(ctx, e.hub, []hub.OSV{advisory("STATION-2026-0014", "low", "0", "1.0.1")}, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, func(hubsync.Plan) (bool, error) { return true, nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := ost.Store.PutAdvisories(ctx, e.hub, []hub.OSV{advisory("STATION-2026-0015", "critical", "0", "")}, nil, 1); err != nil {
+		t.Fatal(err)
+	}
+	var ae *station.AdvisoryError
+	if err := e.greet(t); !errors.As(err, &ae) {
+		t.Errorf("a module installed by another process since this one looked ran unchecked: %v", err)
+	}
+}

@@ -195,18 +195,37 @@ func (s *Station) Close(ctx context.Context) error {
 // It is the one entry point of every module call (the CLI, the daemon,
 // workflow steps), and it first asks the advisory gate: a version that an
 // advisory at or above advisories.block affects, and that the operator did
-// not allow, is refused with an *AdvisoryError (advisories.go).
+// not allow, is refused with an *AdvisoryError (advisories.go). What runs
+// is the version the gate looked at: a warm copy of another (another
+// process upgraded the module, and this one was not told) is replaced by
+// the installed one, and a version the store holds that the gate has not
+// looked at yet is looked at before it is loaded.
 func (s *Station) Run(ctx context.Context, id, command string, input []byte) ([]byte, error) {
-	if err := s.gateAdvisories(ctx, id, command); err != nil {
-		return nil, err
-	}
-	if s.Host.Module(id) == nil {
-		if err := s.load(ctx, id); err != nil {
+	for tries := 0; ; tries++ {
+		looked, err := s.gateAdvisories(ctx, id, command)
+		if err != nil {
 			return nil, err
 		}
+		if m := s.Host.Module(id); m != nil && (moduleCopy{m.Version(), m.Digest()}) == looked {
+			break
+		}
+		err = s.load(ctx, id, looked)
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errNotLooked) || tries > 0 {
+			return nil, err
+		}
+		// Another process changed the module since the gate last looked:
+		// look again.
+		s.AdvisoriesChanged()
 	}
 	return s.Host.Call(ctx, id, command, input)
 }
+
+// errNotLooked is load's refusal of an installed version that is not the
+// one the advisory gate looked at.
+var errNotLooked = errors.New("another process changed the installed version while the call started; run it again")
 
 // Installed is an installed module as Verify read it back.
 type Installed struct {
@@ -255,11 +274,14 @@ func (s *Station) Verify(ctx context.Context, id string) (*Installed, error) {
 	return in, nil
 }
 
-// load loads an installed module into the host, after Verify.
-func (s *Station) load(ctx context.Context, id string) error {
+// load loads installed module id into the host, after Verify, in place of
+// a copy of another version or build; looked is the version the advisory
+// gate looked at, and an installed one that is not it is refused with
+// errNotLooked, unloaded.
+func (s *Station) load(ctx context.Context, id string, looked moduleCopy) error {
 	unlock := s.lockModule(id)
 	defer unlock()
-	if s.Host.Module(id) != nil {
+	if m := s.Host.Module(id); m != nil && (moduleCopy{m.Version(), m.Digest()}) == looked {
 		return nil
 	}
 	in, err := s.Verify(ctx, id)
@@ -268,6 +290,9 @@ func (s *Station) load(ctx context.Context, id string) error {
 	}
 	if err != nil {
 		return fmt.Errorf("load %s: %w", id, err)
+	}
+	if (moduleCopy{in.Version, in.Digest}) != looked {
+		return fmt.Errorf("load %s@%s: %w", id, in.Version, errNotLooked)
 	}
 	_, err = s.Host.LoadGranted(ctx, in.Manifest, in.Wasm, host.Grants{Programs: in.Approved.Programs})
 	return err
