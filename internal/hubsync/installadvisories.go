@@ -74,7 +74,7 @@ func (s *Session) refreshAdvisoriesOf(ctx context.Context, id string) error {
 }
 
 // storeAdvisories stores advisories and yanks the hub sent outside the
-// feed, leaving the feed's cursor where it is.
+// feed, leaving the feed's cursor, and when it was last read, as they are.
 func (s *Session) storeAdvisories(ctx context.Context, list []hub.OSV, yanks []hub.Yank) error {
 	st := s.Station
 	usable, yanks, skipped := usableFeed(hub.AdvisoryFeed{Advisories: list, Yanks: yanks})
@@ -84,11 +84,7 @@ func (s *Session) storeAdvisories(ctx context.Context, list []hub.OSV, yanks []h
 	if len(usable)+len(yanks) == 0 {
 		return nil
 	}
-	feed, err := st.Store.AdvisoryCursor(ctx, s.Login.URL)
-	if err != nil {
-		return err
-	}
-	if err := st.Store.PutAdvisories(ctx, s.Login.URL, usable, yanks, feed.Cursor); err != nil {
+	if err := st.Store.PutAdvisoryRecords(ctx, s.Login.URL, usable, yanks); err != nil {
 		return err
 	}
 	st.AdvisoriesChanged()

@@ -147,6 +147,32 @@ func TestInstallAsksAboutAnAdvisoryBelowTheThreshold(t *testing.T) {
 	}
 }
 
+// TestInstallDoesNotFreshenTheFeed: the advisories an install asks the hub
+// for (one module's) are stored, but the advisory feed is not read by it:
+// the feed's cursor and the time it was last read stay as they were, so
+// that station advisories does not say the advisories were read just now
+// when the feed never was.
+func TestInstallDoesNotFreshenTheFeed(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(t, e.signer, "1.0.0", nil, none())
+	id := e.advise(t, hub.SeverityHigh, "1.0.0", "")
+	if _, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, yes); err != nil {
+		t.Fatal(err)
+	}
+	st := e.sess.Station.Store
+	if as, err := st.AdvisoriesFor(ctx, "dave/hello"); err != nil || len(as) != 1 || as[0].OSV.ID != id {
+		t.Fatalf("the install stored %+v, %v; want %s", as, err, id)
+	}
+	if f, err := st.AdvisoryCursor(ctx, e.sess.Login.URL); err != nil || f.Cursor != 0 || !f.SyncedAt.IsZero() {
+		t.Errorf("after an install, the feed = %+v, %v; want never read", f, err)
+	}
+	found, err := hubsync.CheckAdvisories(ctx, e.sess.Station, "(devel)")
+	if err != nil || !found.SyncedAt.IsZero() {
+		t.Errorf("CheckAdvisories says the feed was read at %v (%v); it never was", found.SyncedAt, err)
+	}
+}
+
 // TestPushRefusesAnAffectedOrYankedVersion: team push refuses to pin a
 // version an advisory of any severity affects, or one that is yanked,
 // unless the operator overrides that advisory or yanked versions; the

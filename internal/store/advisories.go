@@ -110,11 +110,25 @@ func clipName(s string) string {
 // ecosystem) or a yank of a name that is not a module version fails the
 // whole page: the caller leaves such records out, and says so.
 func (s *Store) PutAdvisories(ctx context.Context, hubURL string, advisories []hub.OSV, yanks []hub.Yank, cursor int64) error {
-	if hubURL == "" {
-		return errors.New("store advisories: no hub given")
-	}
 	if cursor < 0 {
 		return fmt.Errorf("store advisories of %s: cursor %d is negative", hubURL, cursor)
+	}
+	return s.putAdvisories(ctx, hubURL, advisories, yanks, cursor)
+}
+
+// PutAdvisoryRecords stores advisories and yanks hubURL sent outside its
+// feed (the advisories of one module, asked for at install), as
+// PutAdvisories does, but leaves the feed's cursor and the time it was
+// last read as they are: the feed was not read.
+func (s *Store) PutAdvisoryRecords(ctx context.Context, hubURL string, advisories []hub.OSV, yanks []hub.Yank) error {
+	return s.putAdvisories(ctx, hubURL, advisories, yanks, -1)
+}
+
+// putAdvisories is PutAdvisories, with a cursor of -1 for records that
+// did not come from the feed.
+func (s *Store) putAdvisories(ctx context.Context, hubURL string, advisories []hub.OSV, yanks []hub.Yank, cursor int64) error {
+	if hubURL == "" {
+		return errors.New("store advisories: no hub given")
 	}
 	now, err := sqldb.ToNanos(time.Now())
 	if err != nil {
@@ -181,6 +195,9 @@ func (s *Store) PutAdvisories(ctx context.Context, hubURL string, advisories []h
 			if err != nil {
 				return err
 			}
+		}
+		if cursor < 0 {
+			return nil
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO hub_advisory_feeds (hub_url, cursor, synced_at) VALUES (?, ?, ?)
 			ON CONFLICT (hub_url) DO UPDATE SET cursor = excluded.cursor, synced_at = excluded.synced_at`, hubURL, cursor, now)

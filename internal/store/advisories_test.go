@@ -337,3 +337,39 @@ func TestChangesCountsGateWrites(t *testing.T) {
 		t.Errorf("the audit log moved Changes")
 	}
 }
+
+// TestPutAdvisoryRecords: records sent outside the feed are stored as a
+// page's are (newest modified wins), and the feed's cursor and the time
+// it was last read do not move; Changes does.
+func TestPutAdvisoryRecords(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	t0 := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	if err := s.PutAdvisories(ctx, "h", nil, nil, 7); err != nil {
+		t.Fatal(err)
+	}
+	before, _ := s.AdvisoryCursor(ctx, "h")
+	changes := s.Changes()
+	newer := osv("STATION-2026-0001", "dave/x", "high", "0", "1.0.1", t0.Add(time.Hour))
+	older := osv("STATION-2026-0001", "dave/x", "low", "0", "1.0.1", t0)
+	for _, a := range []hub.OSV{newer, older} {
+		if err := s.PutAdvisoryRecords(ctx, "h", []hub.OSV{a}, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got, _ := s.AdvisoriesFor(ctx, "dave/x"); len(got) != 1 || got[0].OSV.Level() != "high" {
+		t.Errorf("stored %+v; want the newer record", got)
+	}
+	if after, err := s.AdvisoryCursor(ctx, "h"); err != nil || after != before {
+		t.Errorf("the feed after records = %+v, %v; want %+v", after, err, before)
+	}
+	if err := s.PutAdvisoryRecords(ctx, "other", []hub.OSV{newer}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := s.AdvisoryCursor(ctx, "other"); err != nil || f.Cursor != 0 || !f.SyncedAt.IsZero() {
+		t.Errorf("a hub whose feed was never read: %+v, %v", f, err)
+	}
+	if s.Changes() == changes {
+		t.Error("records did not move Changes")
+	}
+}
