@@ -147,6 +147,83 @@ func TestInstallAsksAboutAnAdvisoryBelowTheThreshold(t *testing.T) {
 	}
 }
 
+// TestAllowanceIsForOneAdvisoryAndVersion: --allow-advisory lets through
+// the advisory it names and no other (a second critical one refuses the
+// install, and nothing is allowed), and an allowance of a version does not
+// carry over to an upgrade to another affected one.
+func TestAllowanceIsForOneAdvisoryAndVersion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	e.publish(t, e.signer, "1.0.0", nil, none())
+	e.publish(t, e.signer, "1.0.1", nil, none())
+	e.publish(t, e.signer, "1.1.0", nil, none())
+	first := e.advise(t, hub.SeverityCritical, "0", "1.1.0")
+	second := e.advise(t, hub.SeverityCritical, "1.0.0", "1.0.1")
+
+	e.sess.AllowAdvisories = []string{first}
+	_, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, yes)
+	var blocked *hubsync.AdvisoryBlockedError
+	if !errors.As(err, &blocked) || blocked.ID != second {
+		t.Fatalf("--allow-advisory %s with %s also against 1.0.0: %v, want refused by %s", first, second, err, second)
+	}
+	if as, _ := e.sess.Station.Store.AdvisoryAllows(ctx, ""); len(as) != 0 {
+		t.Errorf("a refused install stored allowances: %+v", as)
+	}
+	e.sess.AllowAdvisories = []string{first, second}
+	if _, err := e.sess.Install(ctx, hubsync.Request{ID: "dave/hello", Version: "1.0.0"}, yes); err != nil {
+		t.Fatalf("with both allowed: %v", err)
+	}
+
+	// 1.0.1 is affected by the first alone, which was allowed for 1.0.0.
+	e.sess.AllowAdvisories = nil
+	res, err := e.sess.Upgrade(ctx, []string{"dave/hello@1.0.1"}, yes)
+	if !errors.As(err, &blocked) || blocked.ID != first || len(res) != 1 || res[0].Status != hubsync.Failed {
+		t.Errorf("upgrade to 1.0.1, affected by %s allowed only for 1.0.0: %+v, %v; want refused", first, res, err)
+	}
+	if rec, _ := e.sess.Station.Store.Module(ctx, "dave/hello"); rec.Version != "1.0.0" {
+		t.Errorf("installed %s after the refused upgrade", rec.Version)
+	}
+}
+
+// TestDaemonApplyOfAnAffectedVersion: a lockfile applied with no approver
+// (the daemon, on a relayed push) does not install a version a critical
+// advisory affects — it fails, naming the advisory, and is not left as a
+// pending change someone might approve without seeing it — and records a
+// version a lower one affects as pending; the version installed before
+// keeps running in both cases.
+func TestDaemonApplyOfAnAffectedVersion(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	v1 := e.publish(t, e.signer, "1.0.0", nil, none())
+	if rep, err := e.sess.Apply(ctx, lockfile(1, v1), nil); err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("apply 1.0.0 = %+v, %v", rep, err)
+	}
+	v2 := e.publish(t, e.signer, "1.1.0", nil, none())
+	v3 := e.publish(t, e.signer, "1.2.0", nil, none())
+	crit := e.advise(t, hub.SeverityCritical, "1.1.0", "1.2.0")
+	high := e.advise(t, hub.SeverityHigh, "1.2.0", "")
+
+	rep, err := e.sess.Apply(ctx, lockfile(2, v2), nil)
+	var blocked *hubsync.AdvisoryBlockedError
+	if err != nil || len(rep.Failed) != 1 || !errors.As(rep.Failed[0].Err, &blocked) || blocked.ID != crit || len(rep.Pending) != 0 {
+		t.Errorf("apply of 1.1.0, blocked by %s = %+v, %v", crit, rep, err)
+	}
+	if rec, _ := e.sess.Station.Store.Module(ctx, "dave/hello"); rec.Version != "1.0.0" {
+		t.Errorf("installed %s after a blocked apply", rec.Version)
+	}
+	rep, err = e.sess.Apply(ctx, lockfile(3, v3), nil)
+	if err != nil || len(rep.Pending) != 1 || len(rep.Installed) != 0 {
+		t.Fatalf("apply of 1.2.0, affected by %s = %+v, %v", high, rep, err)
+	}
+	ps, _ := e.sess.Station.Store.HubPendings(ctx, "acme")
+	if len(ps) != 1 || !strings.Contains(strings.Join(ps[0].Escalations, "\n"), "IS AFFECTED BY ADVISORY "+high) {
+		t.Errorf("pending = %+v", ps)
+	}
+	if err := e.greet(); err != nil {
+		t.Errorf("1.0.0 does not run: %v", err)
+	}
+}
+
 // TestInstallDoesNotFreshenTheFeed: the advisories an install asks the hub
 // for (one module's) are stored, but the advisory feed is not read by it:
 // the feed's cursor and the time it was last read stay as they were, so
