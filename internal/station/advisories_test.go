@@ -513,3 +513,32 @@ func TestAdvisoryGateChecksWhatRuns(t *testing.T) {
 		t.Errorf("a module installed by another process since this one looked ran unchecked: %v", err)
 	}
 }
+
+// TestAdvisoryGateSeesAnotherProcessUntold is a known gap: an advisory
+// another process stored (the CLI's install or team push asking the hub
+// for one module's advisories) reaches a daemon only when it is told
+// (Reload, as install, upgrade, allow and station advisories do) or when
+// its relay brings the advisory event itself. Until then a module the
+// daemon already looked at runs. Closing it needs the gate to see another
+// process's writes on every call (a generation row in the store read per
+// call, or SQLite's data_version), a design change of the store.
+func TestAdvisoryGateSeesAnotherProcessUntold(t *testing.T) {
+	t.Skip("known gap: a daemon learns of another process's advisory writes from Reload or its relay, not from the store (see the comment)")
+	ctx := context.Background()
+	e := newAdvEnv(t, "")
+	if err := e.greet(t); err != nil {
+		t.Fatal(err)
+	}
+	other, err := store.Open(e.st.Store.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	if err := other.PutAdvisoryRecords(ctx, e.hub, []hub.OSV{advisory("STATION-2026-0016", "critical", "0", "")}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var ae *station.AdvisoryError
+	if err := e.greet(t); !errors.As(err, &ae) {
+		t.Errorf("a critical advisory another process stored did not refuse the next call: %v", err)
+	}
+}
