@@ -124,7 +124,12 @@ func TestSecretsNeverLogged(t *testing.T) {
 			}
 		}
 	}
-	// The token is not in the database either, only its hash.
+	// The token is not in the database either, only its hash. (On
+	// PostgreSQL there is no file to read; the stores share the rule and
+	// storeContract's token checks.)
+	if _, ok := h.Store.(*hubserver.SQLite); !ok {
+		return
+	}
 	db, err := os.ReadFile(h.Dir + "/hub.db")
 	if err != nil {
 		t.Fatal(err)

@@ -470,6 +470,16 @@ func (p *Postgres) TriageReport(ctx context.Context, id, actor string, req hub.T
 			r.Advisory = adv
 			events = append(events, ev)
 			note(hub.ReportEvent{Kind: hub.ReportAdvisory, Advisory: adv})
+		case r.Advisory != "" && r.State == hub.StateInvalid:
+			// The flaw was not one after all: stations stop acting on it.
+			ev, withdrawn, err := pgWithdrawReportAdvisory(ctx, tx, r, actor, at)
+			if err != nil {
+				return err
+			}
+			if withdrawn {
+				events = append(events, ev)
+				note(hub.ReportEvent{Kind: hub.ReportAdvisory, Advisory: r.Advisory, Reason: "withdrawn: the report was found invalid"})
+			}
 		case r.Advisory != "":
 			ev, changed, err := pgUpdateAdvisory(ctx, tx, r, actor, at, req.Advisory)
 			if err != nil {
@@ -719,6 +729,23 @@ func pgUpdateAdvisory(ctx context.Context, tx pgx.Tx, r hub.Report, actor string
 	}
 	ev, err := pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventAdvisoryUpdated, Time: at, Actor: actor, Module: r.Target, Advisory: now.ID})
 	return ev, true, err
+}
+
+// pgWithdrawReportAdvisory is withdrawReportAdvisory; the caller holds
+// the report's row lock, and the advisory's is taken here.
+func pgWithdrawReportAdvisory(ctx context.Context, tx pgx.Tx, r hub.Report, actor string, at time.Time) (hub.Event, bool, error) {
+	a, err := pgLoadAdvisory(ctx, tx, r.Advisory, true)
+	if err != nil || a.withdrawn {
+		return hub.Event{}, false, err
+	}
+	osv := a.osv
+	osv.Withdrawn, osv.Modified = &hub.OSVTime{Time: at}, hub.OSVTime{Time: at}
+	if err := pgStoreAdvisory(ctx, tx, osv); err != nil {
+		return hub.Event{}, false, err
+	}
+	ev, err := pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventAdvisoryWithdrawn, Time: at, Actor: actor, Module: r.Target, Advisory: osv.ID,
+		Reason: "report " + r.ID + " was found invalid"})
+	return ev, err == nil, err
 }
 
 func pgStoreAdvisory(ctx context.Context, tx pgx.Tx, a hub.OSV) error {

@@ -492,6 +492,8 @@ func storeContract(t *testing.T, open func(t *testing.T) Store) {
 		}
 	})
 
+	t.Run("concurrency", func(t *testing.T) { storeConcurrency(t, open) })
+
 	t.Run("concurrent pushes: exactly one wins per revision", func(t *testing.T) {
 		st := setup(t)
 		st.CreateTeam(ctx, "acme", "dave", at)

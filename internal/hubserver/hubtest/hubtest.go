@@ -1,19 +1,32 @@
 // Package hubtest runs a real hub in a test: SQLite and blobs in a temporary
 // directory, served on 127.0.0.1 on a free port, stopped when the test ends.
 // Stations under test reach it through hubclient with their own clients.
+//
+// With STATION_HUB_TEST_DB=postgres every hub it starts keeps its store in
+// PostgreSQL instead, in a fresh database of the test's own (pgtest finds
+// the server, or skips the test), so that the black-box hub suites run on
+// both stores: `STATION_HUB_TEST_DB=postgres go test ./internal/hubserver/`.
 package hubtest
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
+	"github.com/station-dev/station/internal/hubserver/pgtest"
 )
+
+// EnvDB selects the store of the hubs hubtest starts: "sqlite" (or unset)
+// or "postgres".
+const EnvDB = "STATION_HUB_TEST_DB"
 
 // Hub is a running hub.
 type Hub struct {
@@ -21,9 +34,10 @@ type Hub struct {
 	URL string
 	// Server is the hub itself.
 	Server *hubserver.Server
-	// Store is its database.
-	Store *hubserver.SQLite
-	// Dir is its data directory.
+	// Store is its database: a *hubserver.SQLite in Dir, or (EnvDB) a
+	// *hubserver.Postgres.
+	Store hubserver.Store
+	// Dir is its data directory (its blobs, and its SQLite database).
 	Dir string
 }
 
@@ -35,7 +49,7 @@ func Start(t testing.TB) *Hub { return StartWith(t, nil) }
 func StartWith(t testing.TB, configure func(*hubserver.Options)) *Hub {
 	t.Helper()
 	dir := t.TempDir()
-	st, blobs, err := hubserver.OpenDir(dir)
+	st, blobs, err := open(t, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +79,27 @@ func StartWith(t testing.TB, configure func(*hubserver.Options)) *Hub {
 		st.Close()
 	})
 	return &Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Dir: dir}
+}
+
+// open opens the store EnvDB selects and the blob directory in dir.
+func open(t testing.TB, dir string) (hubserver.Store, hubserver.Blobs, error) {
+	switch db := os.Getenv(EnvDB); db {
+	case "", "sqlite":
+		return hubserver.OpenDir(dir)
+	case "postgres":
+		st, err := hubserver.OpenPostgres(context.Background(), pgtest.DSN(t))
+		if err != nil {
+			return nil, nil, err
+		}
+		blobs, err := hubserver.OpenBlobDir(filepath.Join(dir, "blobs"))
+		if err != nil {
+			st.Close()
+			return nil, nil, err
+		}
+		return st, blobs, nil
+	default:
+		return nil, nil, fmt.Errorf("%s=%q: want sqlite or postgres", EnvDB, db)
+	}
 }
 
 // Account creates an account and returns its token.
