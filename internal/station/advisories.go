@@ -199,7 +199,7 @@ type advisoryGate struct {
 	buildMu    sync.Mutex // one build at a time
 
 	warnMu sync.Mutex
-	warned map[string]bool // module@version and advisory id (or YankTarget) warned about in this process
+	warned map[warning]bool // what this process has warned about
 }
 
 // AdvisoriesChanged tells the station that the advisories, yanks or
@@ -413,18 +413,22 @@ func (s *Station) gateAdvisories(ctx context.Context, id, command string) (modul
 	return looked, nil
 }
 
+// warning is a module version and what the station warned about it: an
+// advisory id or YankTarget.
+type warning struct{ module, version, what string }
+
 // firstWarning reports whether this process has not yet warned about
 // va's version and what (an advisory id or YankTarget), and records that
 // it now has.
 func (s *Station) firstWarning(va *VersionAdvisories, what string) bool {
-	k := va.Module + "@" + va.Version + "\x00" + what
+	k := warning{va.Module, va.Version, what} // a key of strings: nothing allocated per call
 	s.adv.warnMu.Lock()
 	defer s.adv.warnMu.Unlock()
 	if s.adv.warned[k] {
 		return false
 	}
 	if s.adv.warned == nil {
-		s.adv.warned = map[string]bool{}
+		s.adv.warned = map[warning]bool{}
 	}
 	s.adv.warned[k] = true
 	return true
