@@ -1255,3 +1255,20 @@ func (p *Postgres) LastSeq(ctx context.Context) (int64, error) {
 	}
 	return seq, nil
 }
+
+// PostgresSchemaOf returns the schema version of the PostgreSQL database
+// dsn without changing it (0 for a database no hub migrated), for
+// `station hub migrate status`.
+func PostgresSchemaOf(ctx context.Context, dsn string) (int, error) {
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return 0, errors.New("the PostgreSQL DSN does not parse: give postgres://user:password@host:port/database?sslmode=... or host=... dbname=... (libpq's forms)")
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return 0, fmt.Errorf("open hub database: %w", err)
+	}
+	defer pool.Close()
+	return (&Postgres{pool: pool}).SchemaVersion(ctx)
+}

@@ -31,7 +31,8 @@ On a station: 'station hub login' saves a hub's URL and an API token for the
 station, 'station hub whoami' shows the login, 'station hub key create' makes
 the key 'station module publish' signs with, 'station hub release' records and
 lists the station's releases (admins record them, for reports against the
-station), and 'station hub logout' forgets the login. Running a hub: 'station hub serve', and 'station hub user' for its
+station), and 'station hub logout' forgets the login. Running a hub: 'station hub serve', 'station hub migrate' for a PostgreSQL
+database, and 'station hub user' for its
 accounts and tokens (an operator's commands, on the hub's machine).`,
 		Example: `  station hub serve --bootstrap-user dave
   station hub login --url http://127.0.0.1:7777 --token-stdin < token.txt
@@ -42,7 +43,7 @@ accounts and tokens (an operator's commands, on the hub's machine).`,
 	for _, sub := range onStation {
 		cmdutil.StationFlags(sub, f)
 	}
-	c.AddCommand(NewCmdServe(f, nil), NewCmdUser(f))
+	c.AddCommand(NewCmdServe(f, nil), NewCmdMigrate(f, nil), NewCmdUser(f))
 	c.AddCommand(onStation...)
 	return cmdutil.Group(c)
 }

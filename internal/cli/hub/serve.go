@@ -25,6 +25,7 @@ type ServeOptions struct {
 	IO        *cmdutil.IOStreams
 	Addr      string // --addr
 	Data      string // --data
+	DB        string // --db
 	Bootstrap string // --bootstrap-user
 	MaxWasm   string // --max-wasm, e.g. 64MiB
 	PublicURL string // --public-url
@@ -44,7 +45,9 @@ protocol is docs/hub-protocol.md.
 
 State lives in the data directory (--data, $STATION_HUB_DATA, default
 ~/.station-hub): hub.db (SQLite) and blobs/. It is the hub's own, never a
-station's home.
+station's home. With --db postgres://... (or $STATION_HUB_DB) the database
+is PostgreSQL instead, migrated to the current schema at start (see
+'station hub migrate'); blobs stay in the data directory.
 
 The first account: --bootstrap-user NAME creates NAME if the hub has no such
 account and prints its token once, on stdout. Later accounts and tokens:
@@ -60,7 +63,8 @@ with Ctrl-C or SIGTERM: event streams end at once (stations reconnect and
 catch up), other requests finish first.`,
 		Example: `  station hub serve --bootstrap-user dave
   station hub serve --addr 127.0.0.1:0 --data /srv/station-hub
-  station hub serve --public-url https://hub.example.com`,
+  station hub serve --public-url https://hub.example.com
+  STATION_HUB_DB=postgres://hub@db.internal/hub station hub serve`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.MaxWasm != "" {
@@ -83,6 +87,7 @@ catch up), other requests finish first.`,
 	}
 	c.Flags().StringVar(&opts.Addr, "addr", DefaultAddr, "address to listen on (port 0 picks a free one)")
 	dataFlag(c, &opts.Data)
+	dbFlag(c, &opts.DB)
 	c.Flags().StringVar(&opts.Bootstrap, "bootstrap-user", "", "create this account if it does not exist and print its token once")
 	c.Flags().StringVar(&opts.MaxWasm, "max-wasm", "", "largest module binary accepted, e.g. 64MiB (default 32MiB)")
 	c.Flags().StringVar(&opts.PublicURL, "public-url", "", "the hub's address as stations reach it, e.g. https://hub.example.com (advisories name it)")
@@ -118,7 +123,11 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	st, blobs, err := hubserver.OpenDir(dir)
+	db, err := dbOf(opts.DB, opts.IO.Getenv)
+	if err != nil {
+		return err
+	}
+	st, blobs, err := openHub(ctx, dir, db)
 	if err != nil {
 		return err
 	}
@@ -146,7 +155,11 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		srv.Close()
 		return fmt.Errorf("hub serve: %w", err)
 	}
-	fmt.Fprintf(errw, "hub listening on http://%s (data %s, protocol %d)\n", ln.Addr(), dir, hubapi.ProtocolVersion)
+	where := "data " + dir
+	if db != "" {
+		where = fmt.Sprintf("database %s, blobs %s", redactDB(db), filepath.Join(dir, "blobs"))
+	}
+	fmt.Fprintf(errw, "hub listening on http://%s (%s, protocol %d)\n", ln.Addr(), where, hubapi.ProtocolVersion)
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("hub serve: %w", err)
 	}

@@ -35,8 +35,9 @@ A token is printed once, on standard output; the hub keeps only its hash.`,
 	return cmdutil.Group(c)
 }
 
-// Issuer makes an account's token in the hub's data directory dir: with
-// create, the account too, an admin with admin.
+// Issuer makes an account's token in the hub whose database is at dir
+// (its data directory, or a postgres:// URL from --db): with create, the
+// account too, an admin with admin.
 type Issuer func(ctx context.Context, dir, name, label string, create, admin bool) (hubapi.NewToken, error)
 
 // TokenOptions are what `station hub user create` and `station hub user
@@ -45,6 +46,7 @@ type TokenOptions struct {
 	IO     *cmdutil.IOStreams
 	Issue  Issuer
 	Data   string // --data
+	DB     string // --db
 	Name   string
 	Label  string // --label
 	Create bool   // user create: make the account
@@ -54,6 +56,7 @@ type TokenOptions struct {
 
 func tokenFlags(c *cobra.Command, opts *TokenOptions) {
 	dataFlag(c, &opts.Data)
+	dbFlag(c, &opts.DB)
 	c.Flags().StringVar(&opts.Label, "label", "cli", "what the token is for")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 }
@@ -82,7 +85,7 @@ func (r TokenResult) Text(w io.Writer) error {
 }
 
 func tokenRun(ctx context.Context, opts *TokenOptions) error {
-	dir, err := dataDir(opts.Data, opts.IO.Getenv)
+	dir, err := hubDatabase(opts.Data, opts.DB, opts.IO.Getenv)
 	if err != nil {
 		return err
 	}
@@ -114,7 +117,7 @@ func issue(ctx context.Context, dir, name, label string, create, admin bool) (hu
 			return hubapi.NewToken{}, err
 		}
 	}
-	st, _, err := hubserver.OpenDir(dir)
+	st, err := openStore(ctx, dir)
 	if err != nil {
 		return hubapi.NewToken{}, err
 	}
@@ -132,8 +135,22 @@ func issue(ctx context.Context, dir, name, label string, create, admin bool) (hu
 	return tok, nil
 }
 
+// hubDatabase returns where the operator commands find the hub's
+// database: the PostgreSQL URL of --db or $STATION_HUB_DB, else the data
+// directory.
+func hubDatabase(data, db string, getenv func(string) string) (string, error) {
+	pg, err := dbOf(db, getenv)
+	if err != nil || pg != "" {
+		return pg, err
+	}
+	return dataDir(data, getenv)
+}
+
 // hasHub refuses a data directory without a hub database: a wrong --data.
 func hasHub(dir string) error {
+	if isPostgresURL(dir) {
+		return nil // the accounts are there or not: ErrNotFound says which
+	}
 	if _, err := os.Stat(filepath.Join(dir, "hub.db")); errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("no hub database in %s (--data, $STATION_HUB_DATA)", dir)
 	}

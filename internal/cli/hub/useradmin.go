@@ -13,8 +13,9 @@ import (
 	"github.com/station-dev/station/internal/hubserver"
 )
 
-// AdminSetter makes an account of the hub in the data directory dir an
-// admin (admin true) or not.
+// AdminSetter makes an account of the hub whose database is at dir (its
+// data directory, or a postgres:// URL from --db) an admin (admin true) or
+// not.
 type AdminSetter func(ctx context.Context, dir, name string, admin bool) error
 
 // AdminOptions are what `station hub user admin` was asked to do.
@@ -22,6 +23,7 @@ type AdminOptions struct {
 	IO       *cmdutil.IOStreams
 	SetAdmin AdminSetter
 	Data     string // --data
+	DB       string // --db
 	Name     string
 	Revoke   bool // --revoke
 	JSON     bool
@@ -52,6 +54,7 @@ With --json the output is {"account", "admin"}.`,
 		},
 	}
 	dataFlag(c, &opts.Data)
+	dbFlag(c, &opts.DB)
 	c.Flags().BoolVar(&opts.Revoke, "revoke", false, "make the account an ordinary one again")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
@@ -74,7 +77,7 @@ func (r AdminResult) Text(w io.Writer) error {
 }
 
 func adminRun(ctx context.Context, opts *AdminOptions) error {
-	dir, err := dataDir(opts.Data, opts.IO.Getenv)
+	dir, err := hubDatabase(opts.Data, opts.DB, opts.IO.Getenv)
 	if err != nil {
 		return err
 	}
@@ -92,7 +95,7 @@ func setAdmin(ctx context.Context, dir, name string, admin bool) error {
 	if err := hasHub(dir); err != nil {
 		return err
 	}
-	st, _, err := hubserver.OpenDir(dir)
+	st, err := openStore(ctx, dir)
 	if err != nil {
 		return err
 	}
