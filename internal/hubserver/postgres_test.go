@@ -3,11 +3,16 @@ package hubserver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubserver/pgtest"
 )
 
@@ -160,5 +165,44 @@ func TestPostgresStatementTimeout(t *testing.T) {
 	_, err = st.pool.Exec(ctx, `SELECT pg_sleep(5)`)
 	if !isPgCode(err, "57014") || time.Since(start) > 3*time.Second {
 		t.Errorf("a 5 s statement under a 100 ms timeout = %v after %v, want SQLSTATE 57014 (query_canceled) at once", err, time.Since(start))
+	}
+}
+
+// TestPostgresRetriesSerializationFailures: a transaction that fails
+// with SQLSTATE 40001 or 40P01 is run again from the start, and what it
+// did the first time is rolled back; any other error is returned at once;
+// a conflict that never goes away ends after pgMaxAttempts runs.
+func TestPostgresRetriesSerializationFailures(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st := openPostgres(t)
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	for _, code := range []string{"40001", "40P01"} {
+		runs := 0
+		err := st.tx(ctx, func(tx pgx.Tx) error {
+			runs++
+			if _, err := pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventTeamCreated, Time: at, Team: "t"}); err != nil {
+				return err
+			}
+			if runs == 1 {
+				return fmt.Errorf("wrapped: %w", &pgconn.PgError{Code: code})
+			}
+			return nil
+		})
+		if err != nil || runs != 2 {
+			t.Errorf("SQLSTATE %s: %d runs, %v; want 2 and nil", code, runs, err)
+		}
+	}
+	if evs, _ := st.EventsAfter(ctx, 0, 10); len(evs) != 2 || evs[0].Seq != 1 || evs[1].Seq != 2 {
+		t.Errorf("events after two retried appends: %+v; want seq 1 and 2 (the failed runs rolled back)", evs)
+	}
+	runs := 0
+	other := errors.New("not a conflict")
+	if err := st.tx(ctx, func(pgx.Tx) error { runs++; return other }); !errors.Is(err, other) || runs != 1 {
+		t.Errorf("another error: %d runs, %v; want 1 and it", runs, err)
+	}
+	runs = 0
+	if err := st.tx(ctx, func(pgx.Tx) error { runs++; return &pgconn.PgError{Code: "40001"} }); !retryable(err) || runs != pgMaxAttempts {
+		t.Errorf("a lasting conflict: %d runs, %v; want %d and the conflict", runs, err, pgMaxAttempts)
 	}
 }
