@@ -2,6 +2,7 @@ package hubserver
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"os"
@@ -204,5 +205,33 @@ func TestPostgresRetriesSerializationFailures(t *testing.T) {
 	runs = 0
 	if err := st.tx(ctx, func(pgx.Tx) error { runs++; return &pgconn.PgError{Code: "40001"} }); !retryable(err) || runs != pgMaxAttempts {
 		t.Errorf("a lasting conflict: %d runs, %v; want %d and the conflict", runs, err, pgMaxAttempts)
+	}
+}
+
+// TestPostgresAcceptChecksTheCreator: as TestSQLiteAcceptChecksTheCreator,
+// the role check at accept time holds by itself, for an invite the
+// deletions missed: one whose creator is a member but no owner, or not in
+// the team, is refused.
+func TestPostgresAcceptChecksTheCreator(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	at := time.Date(2026, 11, 1, 12, 0, 0, 0, time.UTC)
+	st := openPostgres(t)
+	for _, a := range []string{"dave", "erin", "mallory"} {
+		st.CreateAccount(ctx, a, at)
+	}
+	st.CreateTeam(ctx, "acme", "dave", at)
+	for i, by := range []string{"erin", "nobody"} {
+		hash := sha256.Sum256(fmt.Appendf(nil, "code %d", i))
+		if _, err := st.pool.Exec(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES ($1, $2, 'acme', 'owner', '', $3, $4, $5)`,
+			hash[:], fmt.Sprintf("%016x", i), by, at.UnixNano(), at.Add(time.Hour).UnixNano()); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := st.AcceptInvite(ctx, hash, "mallory", at); !errors.Is(err, ErrInviteInvalid) {
+			t.Errorf("accepting an owner invite made by %s = %v, want ErrInviteInvalid", by, err)
+		}
+	}
+	if tm, _ := st.Team(ctx, "acme"); len(tm.Members) != 1 {
+		t.Errorf("acme's members = %+v", tm.Members)
 	}
 }
