@@ -32,9 +32,12 @@ func openFDs(t *testing.T) int {
 // descriptors is the station's descriptor level: openFDs once the test's
 // own keep-alive connections (the station client's, to a fixture in this
 // process) are closed, so that an idle connection the fixture dropped and
-// the next check opened again does not count.
+// the next check opened again does not count — and, for the same reason,
+// the store's idle database connections (a second one opens when the audit
+// writer and the advisory gate read at once).
 func (w *world) descriptors(t *testing.T) int {
 	w.client.CloseIdleConnections()
+	w.st.Store.CloseIdle()
 	return openFDs(t)
 }
 
