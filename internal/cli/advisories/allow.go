@@ -104,6 +104,14 @@ func parseRef(ref string) (module, version string, err error) {
 	return module, version, nil
 }
 
+// clock is opts.Now, or time.Now.
+func (opts *AllowOptions) clock() func() time.Time {
+	if opts.Now != nil {
+		return opts.Now
+	}
+	return time.Now
+}
+
 // AllowResult is a recorded allowance.
 type AllowResult struct {
 	Advisory string    `json:"advisory"`
@@ -129,10 +137,7 @@ func allowRun(ctx context.Context, opts *AllowOptions) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
+	now := opts.clock()
 	m, err := st.AllowAdvisory(ctx, opts.ID, opts.Module, opts.Version, opts.Reason, now())
 	if err != nil {
 		return err
@@ -161,10 +166,7 @@ func revokeRun(ctx context.Context, opts *AllowOptions) error {
 	if err != nil {
 		return err
 	}
-	now := time.Now
-	if opts.Now != nil {
-		now = opts.Now
-	}
+	now := opts.clock()
 	if err := st.RevokeAdvisory(ctx, opts.ID, opts.Module, opts.Version, now()); err != nil {
 		return err
 	}
