@@ -57,9 +57,10 @@ func pgLoadReport(ctx context.Context, q pgQuerier, id string, forUpdate bool) (
 	return sr, nil
 }
 
-// pgIsAdmin is isAdmin. In a transaction it holds a share lock on the
-// account's row, so that an admin's rights are not taken away between the
-// check and the commit.
+// pgIsAdmin is isAdmin. In a write transaction (a pgx.Tx) it holds a
+// share lock on the account's row, so that an admin's rights are not taken
+// away between the check and the commit; reads pass a pgReader, which
+// locks nothing.
 func pgIsAdmin(ctx context.Context, q pgQuerier, account string) (bool, error) {
 	if account == "" {
 		return false, nil
@@ -271,10 +272,22 @@ func (p *Postgres) FileReport(ctx context.Context, r hub.Report) (hub.Report, er
 	return out, err
 }
 
+// pgReader is a read-only transaction's queries: not a pgx.Tx, so that
+// pgIsAdmin takes no lock.
+type pgReader struct{ pgQuerier }
+
+// read runs fn in a read-only transaction on one snapshot (REPEATABLE
+// READ, which a reader that takes no lock never has to retry).
+func (p *Postgres) read(ctx context.Context, fn func(pgReader) error) error {
+	return pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+		return fn(pgReader{tx})
+	})
+}
+
 func (p *Postgres) Report(ctx context.Context, id, viewer string) (hub.Report, error) {
 	var out hub.Report
 	// One snapshot for the report, its thread and the reports it names.
-	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+	err := p.read(ctx, func(tx pgReader) error {
 		sr, err := pgLoadReport(ctx, tx, id, false)
 		if err != nil {
 			return err
@@ -536,7 +549,7 @@ func pgCheckDuplicate(ctx context.Context, tx pgx.Tx, r hub.Report, actor, dup s
 
 func (p *Postgres) Credits(ctx context.Context, account string) (hub.Credits, error) {
 	out := hub.Credits{Account: account, History: []hub.CreditEntry{}}
-	err := pgx.BeginTxFunc(ctx, p.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead}, func(tx pgx.Tx) error {
+	err := p.read(ctx, func(tx pgReader) error {
 		if err := pgExists(ctx, tx, `SELECT 1 FROM accounts WHERE name = $1`, account); err != nil {
 			return err
 		}

@@ -237,6 +237,43 @@ func storeConcurrency(t *testing.T, open func(t *testing.T) Store) {
 		oneWins(t, "RecordRelease", errs, ErrExists)
 	})
 
+	t.Run("reads while an admin's role flips: no error, only found or not", func(t *testing.T) {
+		st := setup(t)
+		st.Publish(ctx, version("dave/x", "1.0.0"))
+		r, err := st.FileReport(ctx, hub.Report{ID: "R-aaaaaaaaaaaa", Target: "dave/x", Title: "t", Body: "b", Severity: hub.Severity{Level: hub.SeverityLow}, Reporter: "erin", CreatedAt: at})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			for i := range 100 {
+				if err := st.SetAdmin(ctx, "mallory", i%2 == 0); err != nil {
+					t.Errorf("SetAdmin = %v", err)
+					return
+				}
+			}
+		}()
+		var readErr error
+	read:
+		for readErr == nil {
+			select {
+			case <-done:
+				break read
+			default:
+			}
+			if _, err := st.Report(ctx, r.ID, "mallory"); err != nil && !errors.Is(err, ErrNotFound) {
+				readErr = fmt.Errorf("Report as an admin being made and unmade = %w", err)
+			} else if _, err := st.Credits(ctx, "erin"); err != nil {
+				readErr = fmt.Errorf("Credits = %w", err)
+			}
+		}
+		<-done // the writer is done with the store before it closes
+		if readErr != nil {
+			t.Fatal(readErr)
+		}
+	})
+
 	t.Run("events reach a concurrent reader gapless, in commit order", func(t *testing.T) {
 		st := setup(t)
 		for i := range n {
