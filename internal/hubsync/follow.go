@@ -1,6 +1,7 @@
 package hubsync
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"log/slog"
@@ -219,21 +220,18 @@ func advisoriesEvent(ctx context.Context, st *station.Station, from RelayEvent, 
 		return e
 	}
 	for _, va := range installed {
-		for _, m := range va.Advisories {
+		f := finding(va)
+		for _, a := range f.Advisories {
 			what := "runs, with a warning"
-			switch {
-			case m.Blocks:
+			switch a.Status {
+			case StatusBlocked:
 				what = "DOES NOT RUN"
-			case m.Allowed != nil:
+			case StatusAllowed:
 				what = "allowed by you"
 			}
-			sev := m.Severity
-			if sev == "" {
-				sev = "unknown severity"
-			}
-			e.Affected = append(e.Affected, fmt.Sprintf("%s@%s: %s (%s), %s", va.Module, va.Version, m.ID, sev, what))
+			e.Affected = append(e.Affected, fmt.Sprintf("%s@%s: %s (%s), %s", va.Module, va.Version, a.ID, cmp.Or(a.Severity, "unknown severity"), what))
 		}
-		if va.Yank != nil {
+		if f.Yanked {
 			e.Affected = append(e.Affected, fmt.Sprintf("%s@%s: yanked on its hub", va.Module, va.Version))
 		}
 	}

@@ -30,31 +30,7 @@ type TeamStatus struct {
 	// installed) that a known advisory affects or whose version is yanked,
 	// from what this station last heard from the hub (station advisories
 	// refreshes it).
-	Affected []AffectedModule `json:"affected"`
-}
-
-// AffectedModule is an installed module version with the advisories that
-// affect it and its yank, as team status shows them. The texts came from
-// the hub.
-type AffectedModule struct {
-	Module     string             `json:"module"`
-	Version    string             `json:"version"`
-	Advisories []AffectedAdvisory `json:"advisories"`
-	// YankReason is set (and Yanked) when the hub yanked the version.
-	Yanked     bool   `json:"yanked"`
-	YankReason string `json:"yank_reason,omitempty"`
-}
-
-// AffectedAdvisory is one advisory against an AffectedModule.
-type AffectedAdvisory struct {
-	ID       string `json:"id"`
-	Severity string `json:"severity"`
-	Summary  string `json:"summary"`
-	FixedIn  string `json:"fixed_in,omitempty"`
-	// Blocked is set when the station refuses to run the version.
-	Blocked bool `json:"blocked"`
-	// Allowed is set when the operator allowed the version.
-	Allowed bool `json:"allowed"`
+	Affected []Finding `json:"affected"`
 }
 
 // PendingChange is a team change that waits for the operator's approval
@@ -128,7 +104,7 @@ func Status(ctx context.Context, st *station.Station, team string) ([]TeamStatus
 
 // teamAffected returns, by team, the installed modules that team's
 // lockfile installed and that an advisory affects or that are yanked.
-func teamAffected(ctx context.Context, st *station.Station) (map[string][]AffectedModule, error) {
+func teamAffected(ctx context.Context, st *station.Station) (map[string][]Finding, error) {
 	origins, err := st.Store.HubOrigins(ctx)
 	if err != nil {
 		return nil, err
@@ -146,28 +122,18 @@ func teamAffected(ctx context.Context, st *station.Station) (map[string][]Affect
 	if err != nil {
 		return nil, err
 	}
-	out := map[string][]AffectedModule{}
+	out := map[string][]Finding{}
 	for _, va := range installed {
-		t, ok := team[va.Module]
-		if !ok || (len(va.Advisories) == 0 && va.Yank == nil) {
-			continue
+		if t, ok := team[va.Module]; ok && (len(va.Advisories) > 0 || va.Yank != nil) {
+			out[t] = append(out[t], finding(va))
 		}
-		am := AffectedModule{Module: va.Module, Version: va.Version, Advisories: []AffectedAdvisory{}}
-		for _, m := range va.Advisories {
-			am.Advisories = append(am.Advisories, AffectedAdvisory{ID: m.ID, Severity: m.Severity, Summary: m.Summary, FixedIn: m.FixedIn,
-				Blocked: m.Blocks, Allowed: m.Allowed != nil})
-		}
-		if va.Yank != nil {
-			am.Yanked, am.YankReason = true, va.Yank.Reason
-		}
-		out[t] = append(out[t], am)
 	}
 	return out, nil
 }
 
-func nonNilAffected(a []AffectedModule) []AffectedModule {
+func nonNilAffected(a []Finding) []Finding {
 	if a == nil {
-		return []AffectedModule{}
+		return []Finding{}
 	}
 	return a
 }

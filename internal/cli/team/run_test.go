@@ -501,8 +501,8 @@ func TestPrintersEscape(t *testing.T) {
 		"leave":       LeaveResult{Team: h},
 		"status": newStatusResult([]hubsync.TeamStatus{{Name: h, HubURL: h, Role: h, Revision: 1, SyncedAt: now, LastError: h, WorkflowDir: h,
 			Pending: []hubsync.PendingChange{{Team: h, Module: h, Version: h, FromVersion: h, Escalations: []string{h}}, {Module: h, Version: h}},
-			Affected: []hubsync.AffectedModule{{Module: h, Version: h, Yanked: true, YankReason: h,
-				Advisories: []hubsync.AffectedAdvisory{{ID: h, Severity: h, Summary: h, FixedIn: h, Blocked: true}, {ID: h, Summary: h, Allowed: true}}}}}}),
+			Affected: []hubsync.Finding{{Module: h, Version: h, Yanked: true, YankReason: h,
+				Advisories: []hubsync.AdvisoryFinding{{ID: h, Severity: h, Summary: h, FixedIn: h, Status: hubsync.StatusBlocked}, {ID: h, Summary: h, Status: hubsync.StatusAllowed}}}}}}),
 	} {
 		var buf bytes.Buffer
 		if err := r.Text(&buf); err != nil {

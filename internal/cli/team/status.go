@@ -80,7 +80,7 @@ type TeamStatus struct {
 	Pending     []Pending `json:"pending"`
 	// Affected are the team's modules installed here that an advisory
 	// affects or that are yanked (hubsync.TeamStatus.Affected).
-	Affected []hubsync.AffectedModule `json:"affected"`
+	Affected []hubsync.Finding `json:"affected"`
 }
 
 func newStatusResult(teams []hubsync.TeamStatus) StatusResult {
@@ -89,7 +89,7 @@ func newStatusResult(teams []hubsync.TeamStatus) StatusResult {
 		s := TeamStatus{Team: ts.Name, Hub: ts.HubURL, Role: ts.Role, Revision: ts.Revision, SyncedAt: ts.SyncedAt, LastError: ts.LastError,
 			WorkflowDir: ts.WorkflowDir, Pending: []Pending{}, Affected: ts.Affected}
 		if s.Affected == nil {
-			s.Affected = []hubsync.AffectedModule{}
+			s.Affected = []hubsync.Finding{}
 		}
 		for _, p := range ts.Pending {
 			s.Pending = append(s.Pending, Pending{Module: p.Module, Version: p.Version, FromVersion: p.FromVersion,
@@ -134,10 +134,10 @@ func (r StatusResult) Text(w io.Writer) error {
 		for _, a := range ts.Affected {
 			for _, adv := range a.Advisories {
 				status := "runs, with a warning"
-				switch {
-				case adv.Blocked:
+				switch adv.Status {
+				case hubsync.StatusBlocked:
 					status = "BLOCKED: does not run"
-				case adv.Allowed:
+				case hubsync.StatusAllowed:
 					status = "allowed by you"
 				}
 				fix := ""
