@@ -108,6 +108,7 @@ type Server struct {
 	stopAll   context.CancelFunc
 	relayDone chan struct{}
 	checkDone chan struct{}
+	watchDone chan struct{}
 
 	streamsMu sync.Mutex
 	streams   map[string]int       // open event streams per account
@@ -164,6 +165,13 @@ func New(o Options) (*Server, error) {
 		defer close(s.checkDone)
 		s.recheckTokens(s.stop)
 	}()
+	s.watchDone = make(chan struct{})
+	go func() {
+		defer close(s.watchDone)
+		if w, ok := s.store.(EventWatcher); ok {
+			w.WatchEvents(s.stop, s.relay.notify)
+		}
+	}()
 	s.routes()
 	return s, nil
 }
@@ -193,6 +201,7 @@ func (s *Server) Close() error {
 	s.stopAll()
 	<-s.relayDone
 	<-s.checkDone
+	<-s.watchDone
 	return nil
 }
 

@@ -239,6 +239,16 @@ type Store interface {
 	Close() error
 }
 
+// EventWatcher is a Store that several hub processes share (PostgreSQL).
+// The relay of each process reads the log from the Store, so it only needs
+// to be woken when another process commits: WatchEvents calls wake after
+// every commit that appended to the log (its own included) and each time
+// its watch starts or restarts (what was committed while it was not
+// watching is read then), until ctx ends.
+type EventWatcher interface {
+	WatchEvents(ctx context.Context, wake func())
+}
+
 // Token is a stored API token: never the secret, only its SHA-256.
 type Token struct {
 	ID        string
