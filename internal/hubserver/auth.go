@@ -71,7 +71,7 @@ func (s *Server) authenticate(c *call) error {
 }
 
 func (s *Server) badToken(c *call, msg string) error {
-	if ok, wait := s.limiter.allow(c.client); !ok {
+	if ok, wait := s.limiter.allow(c.ctx, c.client); !ok {
 		return rateLimited(wait)
 	}
 	return hub.Errorf(hub.CodeUnauthenticated, "%s", msg)

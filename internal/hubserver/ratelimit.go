@@ -1,6 +1,8 @@
 package hubserver
 
 import (
+	"context"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -24,9 +26,24 @@ type limiter struct {
 	maxKeys int
 	now     func() time.Time
 
+	// shared, when set, keeps the buckets every hub process shares (the
+	// PostgreSQL store): a limit then holds across the nodes behind one
+	// URL. When it fails, this process's own buckets decide, so a request
+	// is still limited (per node) and the failure logged.
+	shared SharedLimits
+	log    *slog.Logger
+
 	mu        sync.Mutex
 	buckets   map[string]*rate.Limiter
 	lastSweep time.Time
+}
+
+// SharedLimits is a Store that keeps rate-limit buckets for every hub
+// process that shares it. TakeToken takes a token from key's bucket (up to
+// burst tokens, refilled at perSecond) as of now; without one it returns
+// false and how long until there will be.
+type SharedLimits interface {
+	TakeToken(ctx context.Context, key string, perSecond float64, burst int, now time.Time) (ok bool, wait time.Duration, err error)
 }
 
 func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
@@ -35,8 +52,18 @@ func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
 
 // allow takes a token from key's bucket. When there is none it returns
 // false and how long until there will be (the Retry-After of the refusal).
-func (l *limiter) allow(key string) (bool, time.Duration) {
+func (l *limiter) allow(ctx context.Context, key string) (bool, time.Duration) {
 	now := l.now()
+	if l.shared != nil {
+		ok, wait, err := l.shared.TakeToken(ctx, key, float64(l.rate), l.burst, now)
+		if err == nil {
+			return ok, wait
+		}
+		if ctx.Err() != nil {
+			return false, time.Second
+		}
+		l.log.Warn("rate limit: the shared buckets failed; this node's own decide", "err", err)
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.lastSweep) > time.Minute {

@@ -17,28 +17,28 @@ func TestLimiterRefills(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLimiter(2, 3, clk.now) // 2 per second, burst 3
 	for i := range 3 {
-		if ok, _ := l.allow("a"); !ok {
+		if ok, _ := l.allow(context.Background(), "a"); !ok {
 			t.Fatalf("request %d refused within the burst", i)
 		}
 	}
-	ok, wait := l.allow("a")
+	ok, wait := l.allow(context.Background(), "a")
 	if ok || wait != 500*time.Millisecond {
 		t.Errorf("4th request: ok %v, wait %v; want refused, 500ms", ok, wait)
 	}
-	if ok, _ := l.allow("b"); !ok {
+	if ok, _ := l.allow(context.Background(), "b"); !ok {
 		t.Error("another key shares a's bucket")
 	}
 	clk.t = clk.t.Add(500 * time.Millisecond)
-	if ok, _ := l.allow("a"); !ok {
+	if ok, _ := l.allow(context.Background(), "a"); !ok {
 		t.Error("refused after a token refilled")
 	}
 	clk.t = clk.t.Add(time.Hour)
 	for i := range 3 {
-		if ok, _ := l.allow("a"); !ok {
+		if ok, _ := l.allow(context.Background(), "a"); !ok {
 			t.Errorf("request %d after an hour refused: the bucket must refill to the burst, not beyond", i)
 		}
 	}
-	if ok, _ := l.allow("a"); ok {
+	if ok, _ := l.allow(context.Background(), "a"); ok {
 		t.Error("the bucket refilled beyond its burst")
 	}
 }
@@ -48,18 +48,18 @@ func TestLimiterRefills(t *testing.T) {
 func TestLimiterRefusalTakesNothing(t *testing.T) {
 	clk := &fakeClock{t: time.Unix(1000, 0)}
 	l := newLimiter(1, 1, clk.now)
-	if ok, _ := l.allow("a"); !ok {
+	if ok, _ := l.allow(context.Background(), "a"); !ok {
 		t.Fatal("the first request was refused")
 	}
 	for i := range 5 {
 		clk.t = clk.t.Add(100 * time.Millisecond)
 		want := time.Duration(9-i) * 100 * time.Millisecond
-		if ok, wait := l.allow("a"); ok || (wait-want).Abs() > time.Microsecond {
+		if ok, wait := l.allow(context.Background(), "a"); ok || (wait-want).Abs() > time.Microsecond {
 			t.Errorf("retry %d: ok %v, wait %v; want refused, %v", i, ok, wait, want)
 		}
 	}
 	clk.t = clk.t.Add(500 * time.Millisecond)
-	if ok, wait := l.allow("a"); !ok {
+	if ok, wait := l.allow(context.Background(), "a"); !ok {
 		t.Errorf("refused a second after the last token (wait %v): the refusals took tokens", wait)
 	}
 }
@@ -69,13 +69,13 @@ func TestLimiterBoundsItsTable(t *testing.T) {
 	l := newLimiter(1, 2, clk.now)
 	l.maxKeys = 3
 	for _, k := range []string{"a", "b", "c"} {
-		l.allow(k)
+		l.allow(context.Background(), k)
 	}
-	if ok, _ := l.allow("d"); ok {
+	if ok, _ := l.allow(context.Background(), "d"); ok {
 		t.Error("a new key was admitted to a full table of busy buckets")
 	}
 	clk.t = clk.t.Add(2 * time.Minute) // every bucket is full again: swept
-	if ok, _ := l.allow("d"); !ok {
+	if ok, _ := l.allow(context.Background(), "d"); !ok {
 		t.Error("a new key was refused after idle buckets could be swept")
 	}
 	if len(l.buckets) != 1 {

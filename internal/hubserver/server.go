@@ -148,6 +148,10 @@ func New(o Options) (*Server, error) {
 	setDefault(&s.recheck, DefaultTokenRecheck)
 	setDefault(&s.inviteTTL, DefaultInviteTTL)
 	s.limiter = newLimiter(l.RatePerSecond, l.Burst, s.now)
+	s.limiter.log = s.log
+	if sh, ok := s.store.(SharedLimits); ok {
+		s.limiter.shared = sh
+	}
 
 	s.stop, s.stopAll = context.WithCancel(context.Background())
 	last, err := s.store.LastSeq(s.stop)
@@ -307,7 +311,7 @@ func (s *Server) guard(c *call, e endpoint) error {
 	if c.account != "" {
 		key = "account:" + c.account
 	}
-	if ok, wait := s.limiter.allow(key); !ok {
+	if ok, wait := s.limiter.allow(c.ctx, key); !ok {
 		return rateLimited(wait)
 	}
 	if e.auth && c.account == "" {
