@@ -173,7 +173,7 @@ func New(o Options) (*Server, error) {
 	go func() {
 		defer close(s.watchDone)
 		if w, ok := s.store.(EventWatcher); ok {
-			w.WatchEvents(s.stop, s.relay.notify)
+			w.WatchEvents(s.stop, s.relay.notify, s.log)
 		}
 	}()
 	s.routes()

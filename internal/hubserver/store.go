@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/station-dev/station/hub"
@@ -244,9 +245,10 @@ type Store interface {
 // to be woken when another process commits: WatchEvents calls wake after
 // every commit that appended to the log (its own included) and each time
 // its watch starts or restarts (what was committed while it was not
-// watching is read then), until ctx ends.
+// watching is read then), until ctx ends. It logs to log why a watch
+// broke off.
 type EventWatcher interface {
-	WatchEvents(ctx context.Context, wake func())
+	WatchEvents(ctx context.Context, wake func(), log *slog.Logger)
 }
 
 // Token is a stored API token: never the secret, only its SHA-256.
