@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -39,7 +40,8 @@ import (
 // (SQLSTATE 40001, 40P01) is run again from the start, up to
 // pgMaxAttempts times: every write is a function that can be re-run.
 type Postgres struct {
-	pool *pgxpool.Pool
+	pool      *pgxpool.Pool
+	lastSweep atomic.Int64 // of rate_buckets, Unix nanoseconds (postgres_cluster.go)
 }
 
 var _ Store = (*Postgres)(nil)
@@ -57,6 +59,9 @@ var _ Store = (*Postgres)(nil)
 //     the counters SQLite does not need: event_seq (the event log's
 //     sequence, locked by each append) and advisory_counters (the last
 //     advisory number of each year).
+//   - 2: rate_buckets, the rate limits every hub node shares (UNLOGGED:
+//     not worth a write-ahead log record per request; a crash forgets
+//     them, which only refills every bucket).
 var pgMigrations = []string{
 	`CREATE TABLE accounts (
 		name       text COLLATE "C" PRIMARY KEY,
@@ -214,6 +219,12 @@ var pgMigrations = []string{
 	);
 	CREATE INDEX advisories_target ON advisories (target, n);
 	CREATE UNIQUE INDEX advisories_report ON advisories (report) WHERE report <> '';`,
+	`CREATE UNLOGGED TABLE rate_buckets (
+		key    text COLLATE "C" PRIMARY KEY,
+		tokens double precision NOT NULL, -- as of at
+		at     bigint NOT NULL            -- Unix nanoseconds
+	);
+	CREATE INDEX rate_buckets_at ON rate_buckets (at);`,
 }
 
 // PostgresSchemaVersion is the schema version this hub's PostgreSQL store
@@ -464,7 +475,9 @@ func lockName(ctx context.Context, tx pgx.Tx, kind, name string) error {
 }
 
 // pgAppendEvent adds ev to the log inside tx and returns it with its seq,
-// the next number of event_seq, whose row stays locked until tx ends.
+// the next number of event_seq, whose row stays locked until tx ends. It
+// notifies pgEventsChannel with the seq, which PostgreSQL delivers to the
+// listening hub nodes when (and only if) tx commits, in commit order.
 func pgAppendEvent(ctx context.Context, tx pgx.Tx, ev hub.Event) (hub.Event, error) {
 	ev.Seq = 0
 	at, err := sqldb.ToNanos(ev.Time)
@@ -476,11 +489,10 @@ func pgAppendEvent(ctx context.Context, tx pgx.Tx, ev hub.Event) (hub.Event, err
 		return ev, err
 	}
 	var seq int64
-	if err := tx.QueryRow(ctx, `UPDATE event_seq SET last = last + 1 RETURNING last`).Scan(&seq); err != nil {
-		return ev, fmt.Errorf("append event: %w", err)
-	}
-	if _, err := tx.Exec(ctx, `INSERT INTO events (seq, time, kind, team, account, data) VALUES ($1, $2, $3, $4, $5, $6)`,
-		seq, at, ev.Kind, ev.Team, ev.Account, data); err != nil {
+	if err := tx.QueryRow(ctx, `WITH s AS (UPDATE event_seq SET last = last + 1 RETURNING last),
+		e AS (INSERT INTO events (seq, time, kind, team, account, data) SELECT last, $1, $2, $3, $4, $5 FROM s RETURNING seq)
+		SELECT e.seq FROM e, pg_notify($6, e.seq::text)`,
+		at, ev.Kind, ev.Team, ev.Account, data, pgEventsChannel).Scan(&seq); err != nil {
 		return ev, fmt.Errorf("append event: %w", err)
 	}
 	ev.Seq = seq

@@ -18,7 +18,12 @@ import (
 )
 
 // TestMain stops the throwaway PostgreSQL cluster pgtest may have started.
+// A test binary started as a hub node (EnvTestNode) only serves.
 func TestMain(m *testing.M) {
+	if spec := os.Getenv(EnvTestNode); spec != "" {
+		runTestNode(spec)
+		return
+	}
 	code := m.Run()
 	pgtest.Stop()
 	os.Exit(code)

@@ -28,8 +28,8 @@ type limiter struct {
 
 	// shared, when set, keeps the buckets every hub process shares (the
 	// PostgreSQL store): a limit then holds across the nodes behind one
-	// URL. When it fails, this process's own buckets decide, so a request
-	// is still limited (per node) and the failure logged.
+	// URL. When it fails, this process's own buckets decide (a request is
+	// still limited, per node) and the failure is logged.
 	shared SharedLimits
 	log    *slog.Logger
 
@@ -52,18 +52,28 @@ func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
 
 // allow takes a token from key's bucket. When there is none it returns
 // false and how long until there will be (the Retry-After of the refusal).
+//
+// With shared buckets, this process's own bucket is asked first: it sees a
+// subset of the requests the shared one sees, with the same rate and
+// burst, so it never refuses what the shared one would allow — and a flood
+// it refuses costs the database nothing.
 func (l *limiter) allow(ctx context.Context, key string) (bool, time.Duration) {
 	now := l.now()
-	if l.shared != nil {
-		ok, wait, err := l.shared.TakeToken(ctx, key, float64(l.rate), l.burst, now)
-		if err == nil {
-			return ok, wait
-		}
-		if ctx.Err() != nil {
-			return false, time.Second
-		}
-		l.log.Warn("rate limit: the shared buckets failed; this node's own decide", "err", err)
+	if ok, wait := l.allowLocal(key, now); !ok || l.shared == nil {
+		return ok, wait
 	}
+	ok, wait, err := l.shared.TakeToken(ctx, key, float64(l.rate), l.burst, now)
+	if err == nil {
+		return ok, wait
+	}
+	if ctx.Err() != nil { // the client went away
+		return false, time.Second
+	}
+	l.log.Warn("rate limit: the shared buckets failed; this node's own decided", "err", err)
+	return true, 0
+}
+
+func (l *limiter) allowLocal(key string, now time.Time) (bool, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.lastSweep) > time.Minute {

@@ -1,0 +1,330 @@
+package hubserver_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/hubserver"
+	"github.com/station-dev/station/internal/hubserver/hubtest"
+	"github.com/station-dev/station/internal/hubserver/pgtest"
+)
+
+// Several hub nodes on one PostgreSQL database behind one URL: every node
+// serves every request, a push accepted by one node reaches a station
+// connected to another, the rate limits hold across nodes, and a node
+// killed outright loses nothing.
+
+// node runs a hub on the shared database dsn and blob directory blobs, in
+// this process, for the rest of the test.
+func node(t *testing.T, dsn, blobs string, configure func(*hubserver.Options)) *hubtest.Hub {
+	t.Helper()
+	st, err := hubserver.OpenPostgres(context.Background(), dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := hubserver.OpenBlobDir(blobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := hubserver.Options{Store: st, Blobs: b}
+	if configure != nil {
+		configure(&o)
+	}
+	srv, err := hubserver.New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(sctx, ln) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("hub node: serve: %v", err)
+		}
+		st.Close()
+	})
+	return &hubtest.Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Dir: filepath.Dir(blobs)}
+}
+
+// cluster starts n nodes on a fresh database of the test's own.
+func cluster(t *testing.T, n int, configure func(*hubserver.Options)) []*hubtest.Hub {
+	t.Helper()
+	dsn, blobs := pgtest.DSN(t), filepath.Join(t.TempDir(), "blobs")
+	nodes := make([]*hubtest.Hub, n)
+	for i := range nodes {
+		nodes[i] = node(t, dsn, blobs, configure)
+	}
+	return nodes
+}
+
+// TestClusterRelayCrossesNodes: stations connected to different nodes all
+// get every event of their team, each exactly once and in the log's order,
+// while pushes are accepted by both nodes in turn.
+func TestClusterRelayCrossesNodes(t *testing.T) {
+	nodes := cluster(t, 2, nil)
+	n1, n2 := nodes[0], nodes[1]
+	dave, _, _ := team(t, n1)
+	start := lastSeq(t, n1)
+	// The same accounts, through the other node.
+	erinOn2 := n2.Client(t, n2.Account(t, "erin2"))
+	inv, err := dave.Invite(ctx, "acme", hub.InviteRequest{Account: "erin2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := erinOn2.Join(ctx, inv.Code); err != nil {
+		t.Fatal(err)
+	}
+	onNode2 := subscribe(t, erinOn2, start)
+	onNode1 := subscribe(t, dave, start)
+	within(t, onNode2.connected, "node 2's connection")
+	within(t, onNode1.connected, "node 1's connection")
+	onNode2.next(t, hub.EventMemberJoined)
+	onNode1.next(t, hub.EventMemberJoined)
+
+	// Dave pushes through node 1 and node 2 in turn (a station's requests
+	// land on any node behind the URL).
+	daveVia := []interface {
+		PushLockfile(context.Context, string, int64, hub.Lockfile) (hub.TeamLockfile, error)
+	}{dave, n2.Client(t, tokenOf(t, n1, "dave"))}
+	const pushes = 12
+	for rev := int64(0); rev < pushes; rev++ {
+		pushed := time.Now()
+		if _, err := daveVia[rev%2].PushLockfile(ctx, "acme", rev, hub.Lockfile{}); err != nil {
+			t.Fatalf("push %d through node %d: %v", rev+1, rev%2+1, err)
+		}
+		for name, s := range map[string]*subscription{"node 1": onNode1, "node 2": onNode2} {
+			ev := s.next(t, hub.EventLockfilePushed)
+			if ev.Revision != rev+1 {
+				t.Fatalf("%s's station got revision %d, want %d", name, ev.Revision, rev+1)
+			}
+			// Without the cross-node wake-up a node would learn of the
+			// other's commits only on its idle check, 30 s later.
+			if took := time.Since(pushed); took > 5*time.Second {
+				t.Errorf("revision %d reached %s's station %s after the push", rev+1, name, took)
+			}
+		}
+	}
+	for name, s := range map[string]*subscription{"node 1": onNode1, "node 2": onNode2} {
+		select {
+		case ev := <-s.events:
+			t.Errorf("%s's station got an extra event %d %s", name, ev.Seq, ev.Kind)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// TestClusterRateLimitHolds: a client's burst is shared by the nodes: what
+// one node allowed, another does not allow again.
+func TestClusterRateLimitHolds(t *testing.T) {
+	const burst = 6
+	nodes := cluster(t, 3, func(o *hubserver.Options) {
+		o.Limits.RatePerSecond = 0.001 // no refill within the test
+		o.Limits.Burst = burst
+	})
+	for _, who := range []string{"", "account"} {
+		t.Run("as "+map[string]string{"": "anonymous", "account": "an account"}[who], func(t *testing.T) {
+			token := ""
+			if who != "" {
+				token = nodes[0].Account(t, "carol")
+			}
+			allowed := 0
+			for i := 0; i < 2*burst; i++ {
+				a := send(t, nodes[i%len(nodes)], http.MethodGet, "/v1/modules?q=x", token, nil)
+				switch {
+				case a.status == http.StatusOK:
+					allowed++
+				case a.code() == hub.CodeRateLimited:
+				default:
+					t.Fatalf("request %d: %d %s", i, a.status, a.body)
+				}
+			}
+			if allowed != burst {
+				t.Errorf("%d requests spread over %d nodes were allowed, want the burst of %d", allowed, len(nodes), burst)
+			}
+		})
+	}
+}
+
+// TestClusterNodeKilled: a node is killed (SIGKILL, no shutdown at all)
+// while a station is connected to it through the load balancer and while
+// pushes keep being accepted by the other node. The station reconnects
+// through the same URL, lands on the survivor and gets every event after
+// its cursor exactly once, in order; what the dead node had committed is
+// there, and nothing it had not.
+func TestClusterNodeKilled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a hub process")
+	}
+	dsn, blobs := pgtest.DSN(t), filepath.Join(t.TempDir(), "blobs")
+	survivor := node(t, dsn, blobs, nil)
+	doomed := startNodeProcess(t, dsn, blobs)
+	lb := balance(t, doomed.addr, strings.TrimPrefix(survivor.URL, "http://"))
+	front := &hubtest.Hub{URL: lb.URL, Store: survivor.Store}
+
+	dave, erin, _ := team(t, front)
+	sub := subscribe(t, erin, lastSeq(t, survivor))
+	within(t, sub.connected, "the connection through the load balancer")
+	if got := lb.connections(doomed.addr); got == 0 {
+		t.Fatal("the load balancer sent nothing to the first node")
+	}
+	if _, err := dave.PushLockfile(ctx, "acme", 0, hub.Lockfile{}); err != nil {
+		t.Fatal(err)
+	}
+	if ev := sub.next(t, hub.EventLockfilePushed); ev.Revision != 1 {
+		t.Fatalf("got revision %d, want 1", ev.Revision)
+	}
+
+	doomed.kill(t)
+	daveOnSurvivor := survivor.Client(t, tokenOf(t, survivor, "dave"))
+	for rev := int64(1); rev < 6; rev++ {
+		if _, err := daveOnSurvivor.PushLockfile(ctx, "acme", rev, hub.Lockfile{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for rev := int64(2); rev <= 6; rev++ {
+		if ev := sub.next(t, hub.EventLockfilePushed); ev.Revision != rev {
+			t.Fatalf("after the node died the station got revision %d, want %d", ev.Revision, rev)
+		}
+	}
+	within(t, sub.connected, "the reconnection")
+	// The URL keeps working for everything else too.
+	if _, err := dave.PushLockfile(ctx, "acme", 6, hub.Lockfile{}); err != nil {
+		t.Fatalf("a push through the load balancer after the node died: %v", err)
+	}
+	if ev := sub.next(t, hub.EventLockfilePushed); ev.Revision != 7 {
+		t.Fatalf("got revision %d, want 7", ev.Revision)
+	}
+	select {
+	case ev := <-sub.events:
+		t.Errorf("an extra event %d %s", ev.Seq, ev.Kind)
+	case <-time.After(200 * time.Millisecond):
+	}
+}
+
+type nodeProcess struct {
+	addr string
+	cmd  *exec.Cmd
+}
+
+// startNodeProcess runs a hub node in a process of its own (this test
+// binary again), so that it can be killed.
+func startNodeProcess(t *testing.T, dsn, blobs string) *nodeProcess {
+	t.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(), hubserver.EnvTestNode+"="+dsn+"\n"+blobs)
+	cmd.Stderr = os.Stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &nodeProcess{cmd: cmd}
+	t.Cleanup(func() { p.kill(t) })
+	line := make(chan string, 1)
+	go func() {
+		s := bufio.NewScanner(out)
+		if s.Scan() {
+			line <- s.Text()
+		}
+		close(line)
+		io.Copy(io.Discard, out)
+	}()
+	select {
+	case addr, ok := <-line:
+		if !ok {
+			t.Fatal("the hub node process ended before it listened")
+		}
+		p.addr = addr
+	case <-time.After(30 * time.Second):
+		t.Fatal("the hub node process did not listen within 30 s")
+	}
+	return p
+}
+
+// kill kills the node with SIGKILL and waits for it.
+func (p *nodeProcess) kill(t *testing.T) {
+	if p.cmd.ProcessState != nil {
+		return
+	}
+	if err := p.cmd.Process.Kill(); err != nil && !errors.Is(err, os.ErrProcessDone) {
+		t.Error(err)
+	}
+	p.cmd.Wait()
+}
+
+// loadBalancer is a TCP load balancer on 127.0.0.1: each connection goes
+// to the first backend that accepts it, as a health-checking balancer
+// sends new connections only to live nodes.
+type loadBalancer struct {
+	URL string
+
+	mu     sync.Mutex
+	served map[string]int // connections per backend
+}
+
+func balance(t *testing.T, backends ...string) *loadBalancer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	lb := &loadBalancer{URL: "http://" + ln.Addr().String(), served: map[string]int{}}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go lb.forward(c, backends)
+		}
+	}()
+	return lb
+}
+
+func (lb *loadBalancer) forward(c net.Conn, backends []string) {
+	defer c.Close()
+	for _, b := range backends {
+		up, err := net.DialTimeout("tcp", b, time.Second)
+		if err != nil {
+			continue
+		}
+		defer up.Close()
+		lb.mu.Lock()
+		lb.served[b]++
+		lb.mu.Unlock()
+		go func() { io.Copy(up, c); up.Close() }()
+		io.Copy(c, up)
+		return
+	}
+}
+
+// connections returns how many connections went to backend.
+func (lb *loadBalancer) connections(backend string) int {
+	lb.mu.Lock()
+	defer lb.mu.Unlock()
+	return lb.served[backend]
+}
