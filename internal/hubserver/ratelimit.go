@@ -53,27 +53,38 @@ func newLimiter(perSecond float64, burst int, now func() time.Time) *limiter {
 // allow takes a token from key's bucket. When there is none it returns
 // false and how long until there will be (the Retry-After of the refusal).
 //
-// With shared buckets, this process's own bucket is asked first: it sees a
-// subset of the requests the shared one sees, with the same rate and
-// burst, so it never refuses what the shared one would allow — and a flood
-// it refuses costs the database nothing.
+// With shared buckets, this process's own bucket is asked first: it counts
+// a subset of what the shared one counts (a token the shared bucket refused
+// is given back), with the same rate and burst, so it never refuses what
+// the shared one would allow — and a flood it refuses costs the database
+// nothing.
 func (l *limiter) allow(ctx context.Context, key string) (bool, time.Duration) {
 	now := l.now()
-	if ok, wait := l.allowLocal(key, now); !ok || l.shared == nil {
-		return ok, wait
+	r, wait := l.allowLocal(key, now)
+	if r == nil || l.shared == nil {
+		return r != nil, wait
 	}
 	ok, wait, err := l.shared.TakeToken(ctx, key, float64(l.rate), l.burst, now)
-	if err == nil {
-		return ok, wait
-	}
-	if ctx.Err() != nil { // the client went away
+	switch {
+	case err == nil && ok:
+		return true, 0
+	case err == nil:
+		// Refused by the shared bucket: this node's gives its token back,
+		// so it keeps counting only what was served.
+		l.mu.Lock()
+		r.CancelAt(now)
+		l.mu.Unlock()
+		return false, wait
+	case ctx.Err() != nil: // the client went away
 		return false, time.Second
 	}
 	l.log.Warn("rate limit: the shared buckets failed; this node's own decided", "err", err)
 	return true, 0
 }
 
-func (l *limiter) allowLocal(key string, now time.Time) (bool, time.Duration) {
+// allowLocal takes a token from this process's bucket of key and returns
+// its reservation, or nil and how long until there will be one.
+func (l *limiter) allowLocal(key string, now time.Time) (*rate.Reservation, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if now.Sub(l.lastSweep) > time.Minute {
@@ -84,7 +95,7 @@ func (l *limiter) allowLocal(key string, now time.Time) (bool, time.Duration) {
 		if len(l.buckets) >= l.maxKeys {
 			l.sweep(now)
 			if len(l.buckets) >= l.maxKeys {
-				return false, time.Second
+				return nil, time.Second
 			}
 		}
 		b = rate.NewLimiter(l.rate, l.burst) // full
@@ -94,13 +105,13 @@ func (l *limiter) allowLocal(key string, now time.Time) (bool, time.Duration) {
 	// would have to wait is refused, and its reservation given back.
 	r := b.ReserveN(now, 1)
 	if !r.OK() { // a burst below one token: never
-		return false, time.Second
+		return nil, time.Second
 	}
 	if wait := r.DelayFrom(now); wait > 0 {
 		r.CancelAt(now)
-		return false, wait
+		return nil, wait
 	}
-	return true, 0
+	return r, 0
 }
 
 // sweep drops buckets that are full again: forgetting them changes nothing.
