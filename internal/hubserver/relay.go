@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/station-dev/station/hub"
@@ -38,10 +40,13 @@ const (
 )
 
 type relay struct {
-	store Store
-	log   *slog.Logger
-	wake  chan struct{}
-	last  int64 // the last event fanned out; owned by run
+	store   Store
+	log     *slog.Logger
+	metrics *metrics
+	wake    chan struct{}
+	last    int64 // the last event fanned out; owned by run
+	// fanned is last, for the metrics.
+	fanned atomic.Int64
 
 	mu   sync.Mutex
 	subs map[*subscriber]struct{}
@@ -54,8 +59,10 @@ type subscriber struct {
 	ch chan hub.Event
 }
 
-func newRelay(st Store, log *slog.Logger, last int64) *relay {
-	return &relay{store: st, log: log, last: last, wake: make(chan struct{}, 1), subs: map[*subscriber]struct{}{}}
+func newRelay(st Store, log *slog.Logger, m *metrics, last int64) *relay {
+	r := &relay{store: st, log: log, metrics: m, last: last, wake: make(chan struct{}, 1), subs: map[*subscriber]struct{}{}}
+	r.fanned.Store(last)
+	return r
 }
 
 // notify tells the relay that the log has grown. It never blocks.
@@ -80,6 +87,7 @@ func (r *relay) run(ctx context.Context) {
 		case <-r.wake:
 		}
 		if err := r.drain(ctx); err != nil && ctx.Err() == nil {
+			r.metrics.relayErrors.inc(labels{})
 			r.log.Error("relay: read the event log", "err", err)
 			time.AfterFunc(time.Second, r.notify) // retry; streams can also reconnect
 		}
@@ -110,6 +118,9 @@ func (r *relay) drain(ctx context.Context) error {
 			}
 			r.fanout(ev, audience)
 			r.last = ev.Seq
+			r.fanned.Store(ev.Seq)
+			r.metrics.relayEvents.inc(labels{})
+			r.metrics.relayDelay.observe(labels{}, max(time.Since(ev.Time).Seconds(), 0))
 		}
 		if len(evs) < relayPage {
 			return nil
@@ -119,20 +130,34 @@ func (r *relay) drain(ctx context.Context) error {
 
 // fanout sends ev to every subscriber in audience (everyone when nil).
 func (r *relay) fanout(ev hub.Event, audience map[string]bool) {
+	var sent, dropped uint64
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	for s := range r.subs {
 		if audience != nil && !audience[s.account] {
 			continue
 		}
 		select {
 		case s.ch <- ev:
+			sent++
 		default:
 			delete(r.subs, s)
 			close(s.ch)
+			dropped++
 			r.log.Warn("relay: dropped a stream that did not keep up; the station will reconnect", "account", s.account)
 		}
 	}
+	r.mu.Unlock()
+	r.metrics.relayDelivers.add(labels{}, sent)
+	if dropped > 0 {
+		r.metrics.relayDropped.add(labels{}, dropped)
+	}
+}
+
+// subscribers returns how many streams are subscribed.
+func (r *relay) subscribers() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.subs)
 }
 
 func (r *relay) subscribe(account string) *subscriber {
@@ -316,11 +341,32 @@ func (s *Server) events(c *call) error {
 				write()
 			}
 			return nil
+		case <-s.reconnect:
+			// The hub drains: the station reconnects to the same URL,
+			// which the load balancer now routes to another hub process,
+			// from the last event it received. Each stream waits a random
+			// part of a second, so that the streams of a hub do not land
+			// on the others all at once.
+			fmt.Fprintf(&buf, ": this hub is shutting down; reconnect\nevent: %s\nretry: %d\n\n", sseReconnect, rand.N(reconnectSpread.Milliseconds()))
+			write()
+			s.metrics.reconnected.inc(labels{})
+			return nil
 		case <-s.stop.Done():
 			return nil
 		}
 	}
 }
+
+const (
+	// sseReconnect is the name of the server-sent event that tells a
+	// station to reconnect (docs/hub-protocol.md, "What ends a stream"). It
+	// carries no data, so a client that does not know it takes it for a
+	// comment; no kind of the event log is a word without a dot.
+	sseReconnect = "reconnect"
+	// reconnectSpread is the window over which the streams of a draining
+	// hub reconnect.
+	reconnectSpread = time.Second
+)
 
 // formatEvent writes ev as one server-sent event: its seq as the id, its
 // kind as the event name, its JSON as the data (one line: JSON has no raw

@@ -9,7 +9,7 @@ import (
 )
 
 // routes registers every endpoint of protocol version 1
-// (docs/hub-protocol.md has the same list).
+// (docs/hub-protocol.md has the same list), and /healthz and /readyz.
 func (s *Server) routes() {
 	s.mux = http.NewServeMux()
 	anyone, account := endpoint{}, endpoint{auth: true}
@@ -67,6 +67,12 @@ func (s *Server) routes() {
 
 	s.handle("GET "+v+"/sync", account, s.sync)
 	s.handle("GET "+v+"/events", endpoint{auth: true, stream: true}, s.events)
+
+	// Health and readiness, outside the versioned API and its guards: no
+	// protocol check, token, rate limit or log line (health.go). /metrics
+	// is not here but on the operator's listener (MetricsHandler).
+	s.mux.HandleFunc("GET /healthz", routed("/healthz", s.healthz))
+	s.mux.HandleFunc("GET /readyz", routed("/readyz", s.readyz))
 
 	s.handle("/", anyone, func(c *call) error {
 		return hub.Errorf(hub.CodeNoEndpoint, "no endpoint %s %s (see docs/hub-protocol.md)", c.r.Method, clip(c.r.URL.Path))

@@ -35,6 +35,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/station-dev/station/hub"
@@ -52,6 +53,7 @@ const (
 	DefaultHeartbeat        = 15 * time.Second
 	DefaultTokenRecheck     = 2 * time.Second
 	DefaultInviteTTL        = 7 * 24 * time.Hour
+	DefaultDrainTimeout     = 10 * time.Second
 )
 
 // Options configure a Server. Store and Blobs are required; every other
@@ -83,6 +85,23 @@ type Options struct {
 	PublicURL string
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+
+	// DrainDelay is how long Serve, once its context ends, keeps serving
+	// with /readyz answering 503 draining before it tells the event
+	// streams to reconnect and closes its listener: long enough for the
+	// load balancer in front to see it not ready (a few of its probe
+	// intervals) and send new requests elsewhere. Default 0: no load
+	// balancer.
+	DrainDelay time.Duration
+	// DrainTimeout is how long the requests in flight get to finish after
+	// that (default DefaultDrainTimeout); those still running then are cut
+	// off.
+	DrainTimeout time.Duration
+	// MetricsListener, when set, is where Serve also serves
+	// MetricsHandler — GET /metrics, /healthz and /readyz — until the end
+	// of its drain. It is the operator's address (`station hub serve
+	// --metrics-addr`), never the public one: /metrics answers 404 there.
+	MetricsListener net.Listener
 }
 
 // Server is a hub. It is an http.Handler; Serve runs it on a listener with
@@ -98,9 +117,23 @@ type Server struct {
 	publicURL string // without a trailing slash; "" when not known
 	now       func() time.Time
 
+	drainDelay   time.Duration
+	drainTimeout time.Duration
+	metricsLn    net.Listener
+
 	mux     *http.ServeMux
+	opsMux  http.Handler
 	limiter *limiter
 	relay   *relay
+	metrics *metrics
+	ready   readiness
+
+	// draining is set when a drain begins (/readyz answers 503 draining);
+	// reconnect is closed when the event streams are to be told to
+	// reconnect, which each does and then ends.
+	draining      atomic.Bool
+	reconnect     chan struct{}
+	reconnectOnce sync.Once
 
 	// stop ends event streams (Close, and the start of a shutdown: an open
 	// stream never ends by itself).
@@ -122,6 +155,8 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("hub server: a Store and a Blobs are required")
 	}
 	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, heartbeat: o.Heartbeat, recheck: o.TokenRecheck, inviteTTL: o.InviteTTL, now: o.Now,
+		drainDelay: o.DrainDelay, drainTimeout: o.DrainTimeout, metricsLn: o.MetricsListener,
+		metrics: newMetrics(), reconnect: make(chan struct{}), ready: readiness{failed: map[string]string{}},
 		streams: map[string]int{}, live: map[*stream]struct{}{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -147,6 +182,7 @@ func New(o Options) (*Server, error) {
 	setDefault(&s.heartbeat, DefaultHeartbeat)
 	setDefault(&s.recheck, DefaultTokenRecheck)
 	setDefault(&s.inviteTTL, DefaultInviteTTL)
+	setDefault(&s.drainTimeout, DefaultDrainTimeout)
 	s.limiter = newLimiter(l.RatePerSecond, l.Burst, s.now)
 	s.limiter.log = s.log
 	if sh, ok := s.store.(SharedLimits); ok {
@@ -158,7 +194,7 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("hub server: %w", err)
 	}
-	s.relay = newRelay(s.store, s.log, last)
+	s.relay = newRelay(s.store, s.log, s.metrics, last)
 	s.relayDone = make(chan struct{})
 	go func() {
 		defer close(s.relayDone)
@@ -177,6 +213,7 @@ func New(o Options) (*Server, error) {
 		}
 	}()
 	s.routes()
+	s.opsRoutes()
 	return s, nil
 }
 
@@ -209,29 +246,43 @@ func (s *Server) Close() error {
 	return nil
 }
 
-// Serve serves the hub on ln until ctx ends, then shuts down gracefully:
-// event streams end at once, other requests get up to 10 seconds to finish.
+// Serve serves the hub on ln (and MetricsHandler on Options.MetricsListener)
+// until ctx ends, then drains:
+//
+//  1. /readyz answers 503 draining, while everything else is served as
+//     before for DrainDelay, so that a load balancer stops sending
+//     requests here;
+//  2. every event stream is told to reconnect — to the same URL, which the
+//     load balancer now routes to another hub process — and ends;
+//  3. the listener closes, and the requests in flight get DrainTimeout to
+//     finish; the ones still running then are cut off;
+//  4. the metrics listener closes.
+//
 // It closes the server (Close) before it returns.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	srv := &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		MaxHeaderBytes:    64 << 10,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-	}
-	srv.RegisterOnShutdown(s.stopAll)
+	srv := s.httpServer(s)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
+	var ops *http.Server
+	opsErr := make(chan error, 1)
+	if s.metricsLn != nil {
+		ops = s.httpServer(s.opsMux)
+		go func() { opsErr <- ops.Serve(s.metricsLn) }()
+	}
 	var err error
 	select {
 	case err = <-errc:
+		s.draining.Store(true)
 	case <-ctx.Done():
-		s.log.Info("hub shutting down")
-		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		err = srv.Shutdown(sctx)
+		err = s.drain(srv, errc)
+	}
+	if ops != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		if ops.Shutdown(sctx) != nil {
+			ops.Close()
+		}
 		cancel()
-		<-errc
+		<-opsErr
 	}
 	s.Close()
 	if errors.Is(err, http.ErrServerClosed) {
@@ -240,9 +291,58 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
+func (s *Server) httpServer(h http.Handler) *http.Server {
+	return &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		MaxHeaderBytes:    64 << 10,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+}
+
+// drain runs steps 1 to 3 of Serve's drain on srv, whose Serve returns on
+// errc, and returns that Serve's error or the drain's.
+func (s *Server) drain(srv *http.Server, errc <-chan error) error {
+	s.draining.Store(true)
+	s.log.Info("hub draining: /readyz answers 503", "delay", s.drainDelay)
+	if s.drainDelay > 0 {
+		t := time.NewTimer(s.drainDelay)
+		select {
+		case <-t.C:
+		case err := <-errc: // the listener failed: nothing left to wait for
+			t.Stop()
+			s.endStreamsForDrain()
+			return err
+		}
+	}
+	n := s.endStreamsForDrain()
+	s.log.Info("hub shutting down: event streams told to reconnect, requests in flight finishing", "streams", n, "timeout", s.drainTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), s.drainTimeout)
+	defer cancel()
+	err := srv.Shutdown(sctx)
+	if errors.Is(err, context.DeadlineExceeded) {
+		s.log.Warn("hub shutdown: requests still running after the drain timeout are cut off", "in_flight", s.metrics.inFlight.Load(), "timeout", s.drainTimeout)
+		srv.Close()
+	}
+	if serr := <-errc; err == nil {
+		err = serr
+	}
+	return err
+}
+
+// endStreamsForDrain tells every open event stream, and every one opened
+// from now on, to reconnect, and returns how many were open.
+func (s *Server) endStreamsForDrain() int {
+	s.reconnectOnce.Do(func() { close(s.reconnect) })
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	return len(s.live)
+}
+
 // ServeHTTP serves one request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	s.mux.ServeHTTP(w, r)
+	s.observe(s.mux, w, r)
 }
 
 // endpoint says how a route is guarded.
@@ -269,9 +369,18 @@ type call struct {
 
 // handle registers pattern with the guards of e.
 func (s *Server) handle(pattern string, e endpoint, h func(*call) error) {
+	route := pattern[strings.IndexByte(pattern, ' ')+1:] // the path of "METHOD /path"
+	if route == "/" {
+		route = routeUnmatched // the catch-all: no endpoint
+	}
 	s.mux.HandleFunc(pattern, func(w http.ResponseWriter, r *http.Request) {
 		start := s.now()
-		c := &call{w: &statusWriter{ResponseWriter: w}, r: r, ctx: r.Context(), id: requestID(), client: clientKey(r.RemoteAddr), body: e.body}
+		sw, ok := w.(*statusWriter)
+		if !ok {
+			sw = &statusWriter{ResponseWriter: w}
+		}
+		sw.route, sw.stream = route, e.stream
+		c := &call{w: sw, r: r, ctx: r.Context(), id: requestID(), client: clientKey(r.RemoteAddr), body: e.body}
 		if c.body == 0 {
 			c.body = s.limits.MaxRequestBytes
 		}
@@ -312,6 +421,11 @@ func (s *Server) guard(c *call, e endpoint) error {
 		key = "account:" + c.account
 	}
 	if ok, wait := s.limiter.allow(c.ctx, key); !ok {
+		what := "address"
+		if c.account != "" {
+			what = "account"
+		}
+		s.metrics.rateLimited.inc(labels{what})
 		return rateLimited(wait)
 	}
 	if e.auth && c.account == "" {
@@ -342,11 +456,15 @@ func requestID() string {
 	return hex.EncodeToString(b[:])
 }
 
-// statusWriter records the status for the request log. Unwrap lets
-// http.ResponseController reach the connection (Flush, deadlines).
+// statusWriter records the status for the request log and the metrics,
+// with the route and whether it is a stream (set by the route's handler).
+// Unwrap lets http.ResponseController reach the connection (Flush,
+// deadlines).
 type statusWriter struct {
 	http.ResponseWriter
 	status int
+	route  string
+	stream bool
 }
 
 func (w *statusWriter) WriteHeader(code int) {
@@ -375,6 +493,9 @@ func (s *Server) writeError(c *call, err error) {
 	}
 	if he.Name == "" {
 		he.Name = he.Code.String()
+	}
+	if he.Code == hub.CodeInternal {
+		s.metrics.internal.inc(labels{c.w.route})
 	}
 	if he.RetryAfter > 0 {
 		c.w.Header().Set("Retry-After", strconv.Itoa(he.RetryAfter))
