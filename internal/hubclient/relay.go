@@ -69,6 +69,46 @@ var (
 	errUnfinished = errors.New("unfinished event")
 )
 
+// ErrReconnect is (wrapped by) the error a stream ends with when the hub
+// asked the station to reconnect: it is draining — shutting down, its
+// streams moving to the other hub processes behind the same URL. Subscribe
+// reconnects at once (within the wait the hub asked for), not with
+// backoff; OnDisconnect gets it, so a caller may log it as routine.
+var ErrReconnect = errors.New("the hub asked the station to reconnect: it is shutting down")
+
+// A hub's request to reconnect (docs/hub-protocol.md, "What ends a
+// stream"): a data-less server-sent event named sseReconnect, with a retry
+// field that says after how many milliseconds.
+const (
+	sseReconnect = "reconnect"
+	// maxReconnectWait bounds the wait a hub may ask for.
+	maxReconnectWait = 5 * time.Second
+	// promptEvery is how often a request to reconnect is honoured at once.
+	// One that comes sooner after the last is taken for a broken stream
+	// (backoff): a hub that keeps asking cannot make the station reconnect
+	// in a loop.
+	promptEvery = 10 * time.Second
+)
+
+// reconnectError is a stream that ended with a request to reconnect.
+type reconnectError struct {
+	// retry is the stream's reconnection time (its last retry field), or
+	// -1 when it had none.
+	retry time.Duration
+}
+
+func (e *reconnectError) Error() string { return ErrReconnect.Error() }
+func (e *reconnectError) Unwrap() error { return ErrReconnect }
+
+// wait returns how long to wait before reconnecting: what the hub asked
+// for, at most maxReconnectWait, or a random part of a second.
+func (e *reconnectError) wait() time.Duration {
+	if e.retry < 0 {
+		return rand.N(time.Second)
+	}
+	return min(e.retry, maxReconnectWait)
+}
+
 // badStreamError is a stream the station dropped because the hub broke the
 // protocol or its bounds; such a stream does not reset the backoff.
 type badStreamError struct{ msg string }
@@ -115,6 +155,7 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 	}
 	cursor := o.Cursor
 	backoff := o.MinBackoff
+	var prompted time.Time // when a request to reconnect was last honoured at once
 	for {
 		connected, err := c.stream(ctx, &cursor, o, fn)
 		if ctx.Err() != nil {
@@ -136,6 +177,13 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 		if errors.As(err, &re) && re.RetryAfter > 0 {
 			wait = max(wait, time.Duration(re.RetryAfter)*time.Second)
 		}
+		var rc *reconnectError
+		prompt := errors.As(err, &rc) && (prompted.IsZero() || time.Since(prompted) >= promptEvery)
+		if prompt {
+			// The hub drains: its stream moves to another hub process
+			// behind the same URL. That is no failure to back off from.
+			wait, prompted = rc.wait(), time.Now()
+		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
@@ -143,7 +191,9 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 			return ctx.Err()
 		case <-t.C:
 		}
-		backoff = min(2*backoff, o.MaxBackoff)
+		if !prompt {
+			backoff = min(2*backoff, o.MaxBackoff)
+		}
 	}
 }
 
@@ -240,19 +290,27 @@ func (a *activityReader) Read(p []byte) (int, error) {
 // event(true) is called when an event begins, event(false) when it ends.
 // An event left incomplete when the stream ends is dropped, as the SSE
 // specification says. A read error is returned as it is, io.EOF as nil.
+// A data-less event named sseReconnect ends the reading with a
+// *reconnectError that carries the stream's reconnection time (its last
+// valid retry field).
 func readEvents(r io.Reader, bufSize int, event func(begun bool), dispatch func(id string, data []byte) error) error {
 	br := bufio.NewReaderSize(r, bufSize)
 	var (
 		id, data []byte
+		name     []byte // the event field, up to a byte more than sseReconnect
 		hasData  bool
 		begun    bool // a field line of the current event was read
 		size     int  // bytes of the current event's lines
 		noise    int  // bytes of comments and data-less blocks since the last event or in this window
-		// The line being read: its kind and, for a continued data or id
-		// value, where it goes.
+		// The line being read: its kind and, for a continued value,
+		// where it goes.
 		midLine bool
-		kind    byte // 'c' comment, 'd' data, 'i' id, 'x' a field the station ignores
+		kind    byte // 'c' comment, 'd' data, 'i' id, 'e' event, 'r' retry, 'x' a field the station ignores
 		cr      bool // the last piece of the line ended in "\r"
+		// reconnection is the stream's reconnection time, -1 until a
+		// retry field sets it; retry is the one being read.
+		reconnection time.Duration = -1
+		retry        retryField
 	)
 	// Noise is counted since the last event, in windows of a minute.
 	noiseSince := time.Now()
@@ -288,10 +346,12 @@ func readEvents(r io.Reader, bufSize int, event func(begun bool), dispatch func(
 						return err
 					}
 					noise, noiseSince = 0, time.Now()
+				} else if string(name) == sseReconnect {
+					return &reconnectError{retry: reconnection}
 				} else if addNoise(size + n) {
 					return noisy()
 				}
-				id, data, hasData, begun, size = id[:0], data[:0], false, false, 0
+				id, data, name, hasData, begun, size = id[:0], data[:0], name[:0], false, false, 0
 				if cap(data) > readBuffer {
 					data = nil // an unusually large event: do not keep its buffer
 				}
@@ -314,8 +374,19 @@ func readEvents(r io.Reader, bufSize int, event func(begun bool), dispatch func(
 				case "id":
 					kind = 'i'
 					id = id[:0]
+				case "event":
+					// The kind, which the data carries too; only a
+					// data-less sseReconnect means something of its own.
+					kind = 'e'
+					name = name[:0]
+				case "retry":
+					// The hub's reconnection time, which only a request
+					// to reconnect uses: the backoff settings decide when
+					// a broken stream is retried.
+					kind = 'r'
+					retry = retryField{}
 				default:
-					kind = 'x' // "event" names the kind, which the data carries too; "retry" is the hub's suggestion, which the backoff settings override
+					kind = 'x'
 				}
 				value = rest
 				if !begun {
@@ -347,11 +418,65 @@ func readEvents(r io.Reader, bufSize int, event func(begun bool), dispatch func(
 				if strip {
 					id = id[:len(id)-1]
 				}
+			case 'e':
+				// A longer name is not sseReconnect, whatever its rest;
+				// a "\r" kept in the one byte more is the line end's.
+				name = append(name, value[:min(len(value), max(0, len(sseReconnect)+1-len(name)))]...)
+				if strip && len(name) > 0 && name[len(name)-1] == '\r' {
+					name = name[:len(name)-1]
+				}
+			case 'r':
+				retry.add(value, whole, strip)
+				if d, ok := retry.value(); whole && ok {
+					reconnection = d
+				}
 			}
 		}
 		cr = n > 0 && chunk[n-1] == '\r'
 		midLine = !whole
 	}
+}
+
+// retryField reads the value of a retry field as it comes, in pieces,
+// without holding it: milliseconds in ASCII digits (a value with anything
+// else is ignored, as the SSE specification says).
+type retryField struct {
+	ms     int64 // the value, saturated at maxRetryMS
+	digits int
+	bad    bool // a byte that is not a digit
+	cr     bool // the last piece ended in "\r", which may be the line end's
+}
+
+// maxRetryMS saturates a retry value: anything above is more than
+// maxReconnectWait anyway.
+const maxRetryMS = 1 << 40
+
+// add takes the next piece of the value; whole: it ends the line; strip:
+// it is the "\n" of a "\r\n" cut between two pieces.
+func (f *retryField) add(v []byte, whole, strip bool) {
+	if f.cr && !strip {
+		f.bad = true // the "\r" was the value's, not the line end's
+	}
+	f.cr = false
+	if !whole && len(v) > 0 && v[len(v)-1] == '\r' {
+		v, f.cr = v[:len(v)-1], true
+	}
+	for _, c := range v {
+		if c < '0' || c > '9' {
+			f.bad = true
+			return
+		}
+		f.digits++
+		f.ms = min(f.ms*10+int64(c-'0'), maxRetryMS)
+	}
+}
+
+// value returns the reconnection time the field sets, if it sets one.
+func (f *retryField) value() (time.Duration, bool) {
+	if f.bad || f.digits == 0 {
+		return 0, false
+	}
+	return time.Duration(f.ms) * time.Millisecond, true
 }
 
 // grow returns b with room for n more bytes, doubling its capacity (append
