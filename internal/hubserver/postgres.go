@@ -3,10 +3,12 @@ package hubserver
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -467,7 +469,7 @@ func (p *Postgres) tx(ctx context.Context, fn func(pgx.Tx) error) error {
 // module, a team, the station's releases): every transaction that checks a
 // rule about it takes the lock first, so it reads what earlier ones
 // committed and decides before later ones read.
-func lockName(ctx context.Context, tx pgx.Tx, kind, name string) error {
+func lockName(ctx context.Context, tx pgQuerier, kind, name string) error {
 	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(hashtextextended($1, 0))`, kind+":"+name); err != nil {
 		return fmt.Errorf("lock %s %s: %w", kind, name, err)
 	}
@@ -478,7 +480,7 @@ func lockName(ctx context.Context, tx pgx.Tx, kind, name string) error {
 // the next number of event_seq, whose row stays locked until tx ends. It
 // notifies pgEventsChannel with the seq, which PostgreSQL delivers to the
 // listening hub nodes when (and only if) tx commits, in commit order.
-func pgAppendEvent(ctx context.Context, tx pgx.Tx, ev hub.Event) (hub.Event, error) {
+func pgAppendEvent(ctx context.Context, tx pgQuerier, ev hub.Event) (hub.Event, error) {
 	ev.Seq = 0
 	at, err := sqldb.ToNanos(ev.Time)
 	if err != nil {
@@ -499,14 +501,112 @@ func pgAppendEvent(ctx context.Context, tx pgx.Tx, ev hub.Event) (hub.Event, err
 	return ev, nil
 }
 
-// pgExists returns ErrNotFound unless query returns a row.
-func pgExists(ctx context.Context, q pgQuerier, query string, args ...any) error {
+// pgTx is a PostgreSQL transaction (or the pool, or a read-only
+// snapshot) as the shared rules use it (ruleTx): their ? placeholders
+// numbered $1, $2, …, pgx's "no rows" as database/sql's, and the locks of
+// Postgres's doc comment, taken when the rules ask for them. A pgTx
+// without write (a read) takes no lock.
+type pgTx struct {
+	q     pgQuerier
+	write bool
+}
+
+// pgNumbered returns query with its ? placeholders numbered $1, $2, …
+// (the rules' SQL has no ? of its own, in a literal or an operator).
+func pgNumbered(query string) string {
+	var b strings.Builder
+	n := 0
+	for i := 0; i < len(query); i++ {
+		if query[i] != '?' {
+			b.WriteByte(query[i])
+			continue
+		}
+		n++
+		b.WriteString("$" + strconv.Itoa(n))
+	}
+	return b.String()
+}
+
+func (t pgTx) exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.q.Exec(ctx, pgNumbered(query), args...)
+	return err
+}
+
+// pgRow is a pgx.Row whose Scan says sql.ErrNoRows for no row.
+type pgRow struct{ pgx.Row }
+
+func (r pgRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return sql.ErrNoRows
+	}
+	return err
+}
+
+func (t pgTx) queryRow(ctx context.Context, query string, args ...any) sqldb.Scanner {
+	return pgRow{t.q.QueryRow(ctx, pgNumbered(query), args...)}
+}
+
+func (t pgTx) queryEach(ctx context.Context, scan func(sqldb.Scanner) error, query string, args ...any) error {
+	_, err := pgAll(ctx, t.q, func(r sqldb.Scanner) (struct{}, error) { return struct{}{}, scan(r) }, pgNumbered(query), args...)
+	return err
+}
+
+func (pgTx) unique(err error) bool { return isUnique(err) }
+
+func (t pgTx) appendEvent(ctx context.Context, ev hub.Event) (hub.Event, error) {
+	return pgAppendEvent(ctx, t.q, ev)
+}
+
+func (t pgTx) nextAdvisoryID(ctx context.Context, at time.Time) (string, error) {
+	return pgNextAdvisoryID(ctx, t.q, at)
+}
+
+func (t pgTx) lockName(ctx context.Context, kind, name string) error {
+	if !t.write {
+		return nil
+	}
+	return lockName(ctx, t.q, kind, name)
+}
+
+// lockReport locks the report's row (SELECT ... FOR UPDATE).
+func (t pgTx) lockReport(ctx context.Context, id string) error {
+	if !t.write {
+		return nil
+	}
 	var one int
-	err := q.QueryRow(ctx, query, args...).Scan(&one)
+	err := t.q.QueryRow(ctx, `SELECT 1 FROM reports WHERE id = $1 FOR UPDATE`, id).Scan(&one)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return ErrNotFound
 	}
-	return err
+	if err != nil {
+		return fmt.Errorf("lock report %s: %w", id, err)
+	}
+	return nil
+}
+
+// lockAdvisory locks the advisory's row (SELECT ... FOR UPDATE); one that
+// does not exist is left to the read after it to find out.
+func (t pgTx) lockAdvisory(ctx context.Context, id string) error {
+	if !t.write {
+		return nil
+	}
+	if _, err := t.q.Exec(ctx, `SELECT 1 FROM advisories WHERE id = $1 FOR UPDATE`, id); err != nil {
+		return fmt.Errorf("lock advisory %s: %w", id, err)
+	}
+	return nil
+}
+
+// lockAccount takes a share lock on the account's row (FOR SHARE): a
+// change of its admin flag waits for the commit.
+func (t pgTx) lockAccount(ctx context.Context, name string) error {
+	if !t.write {
+		return nil
+	}
+	if _, err := t.q.Exec(ctx, `SELECT 1 FROM accounts WHERE name = $1 FOR SHARE`, name); err != nil {
+		return fmt.Errorf("read account: %w", err)
+	}
+	return nil
 }
 
 // Accounts and tokens.
@@ -632,22 +732,13 @@ func (p *Postgres) Keys(ctx context.Context, account string) ([]hub.Key, error) 
 		var at int64
 		var revoked *int64
 		err := r.Scan(&k.ID, &k.PublicKey, &at, &revoked)
-		k.CreatedAt, k.RevokedAt = sqldb.FromNanos(at), pgOptTime(revoked)
+		k.CreatedAt, k.RevokedAt = sqldb.FromNanos(at), optTime(revoked)
 		return k, err
 	}, `SELECT id, public_key, created_at, revoked_at FROM keys WHERE account = $1 ORDER BY created_at, id`, account)
 	if err != nil {
 		return nil, fmt.Errorf("list keys: %w", err)
 	}
 	return out, nil
-}
-
-// pgOptTime is optTime for a nullable bigint scanned into *int64.
-func pgOptTime(n *int64) *time.Time {
-	if n == nil {
-		return nil
-	}
-	t := sqldb.FromNanos(*n)
-	return &t
 }
 
 func (p *Postgres) RevokeKey(ctx context.Context, account, id string, at time.Time) (hub.Key, hub.Event, error) {

@@ -221,16 +221,6 @@ func (s *SQLite) tx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return sqldb.Tx(ctx, s.db, fn)
 }
 
-// Times are stored as Unix nanoseconds (sqldb.ToNanos), read back in UTC;
-// a NULL time is nil.
-func optTime(n sql.NullInt64) *time.Time {
-	if !n.Valid {
-		return nil
-	}
-	t := sqldb.FromNanos(n.Int64)
-	return &t
-}
-
 // isConstraint reports a UNIQUE or PRIMARY KEY violation.
 func isConstraint(err error) bool {
 	var se *sqlite.Error
@@ -240,8 +230,50 @@ func isConstraint(err error) bool {
 	return se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE || se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY
 }
 
+// sqliteQuerier runs statements: a *sql.DB or a *sql.Tx.
+type sqliteQuerier interface {
+	sqldb.Querier
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// sqliteTx is a SQLite write transaction (or the database, for a read) as
+// the shared rules use it (ruleTx). The rules' SQL is SQLite's already.
+// Its locks are no-ops: a write transaction began with BEGIN IMMEDIATE,
+// so it has been the database's one writer from its first statement, and
+// nothing it reads changes under it before it commits.
+type sqliteTx struct{ q sqliteQuerier }
+
+func (t sqliteTx) exec(ctx context.Context, query string, args ...any) error {
+	_, err := t.q.ExecContext(ctx, query, args...)
+	return err
+}
+
+func (t sqliteTx) queryRow(ctx context.Context, query string, args ...any) sqldb.Scanner {
+	return t.q.QueryRowContext(ctx, query, args...)
+}
+
+func (t sqliteTx) queryEach(ctx context.Context, scan func(sqldb.Scanner) error, query string, args ...any) error {
+	_, err := sqldb.QueryAll(ctx, t.q, func(r sqldb.Scanner) (struct{}, error) { return struct{}{}, scan(r) }, query, args...)
+	return err
+}
+
+func (sqliteTx) unique(err error) bool { return isConstraint(err) }
+
+func (t sqliteTx) appendEvent(ctx context.Context, ev hub.Event) (hub.Event, error) {
+	return appendEvent(ctx, t.q, ev)
+}
+
+func (t sqliteTx) nextAdvisoryID(ctx context.Context, at time.Time) (string, error) {
+	return nextAdvisoryID(ctx, t.q, at)
+}
+
+func (sqliteTx) lockName(context.Context, string, string) error { return nil }
+func (sqliteTx) lockReport(context.Context, string) error       { return nil }
+func (sqliteTx) lockAdvisory(context.Context, string) error     { return nil }
+func (sqliteTx) lockAccount(context.Context, string) error      { return nil }
+
 // appendEvent adds ev to the log inside tx and returns it with its seq.
-func appendEvent(ctx context.Context, tx *sql.Tx, ev hub.Event) (hub.Event, error) {
+func appendEvent(ctx context.Context, tx sqliteQuerier, ev hub.Event) (hub.Event, error) {
 	ev.Seq = 0
 	at, err := sqldb.ToNanos(ev.Time)
 	if err != nil {
@@ -307,7 +339,7 @@ func (s *SQLite) AddToken(ctx context.Context, t Token) error {
 		return fmt.Errorf("add token: %w", err)
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := exists(ctx, tx, `SELECT 1 FROM accounts WHERE name = ?`, t.Account); err != nil {
+		if err := exists(ctx, sqliteTx{tx}, `SELECT 1 FROM accounts WHERE name = ?`, t.Account); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, `INSERT INTO tokens (id, account, hash, label, created_at) VALUES (?, ?, ?, ?, ?)`,
@@ -380,7 +412,7 @@ func (s *SQLite) Keys(ctx context.Context, account string) ([]hub.Key, error) {
 	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Key, error) {
 		k := hub.Key{Account: account}
 		var at int64
-		var revoked sql.NullInt64
+		var revoked *int64
 		err := r.Scan(&k.ID, &k.PublicKey, &at, &revoked)
 		k.CreatedAt, k.RevokedAt = sqldb.FromNanos(at), optTime(revoked)
 		return k, err
@@ -701,15 +733,6 @@ func owners(ctx context.Context, tx *sql.Tx, team string) (int, error) {
 	var n int
 	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM members WHERE team = ? AND role = 'owner'`, team).Scan(&n)
 	return n, err
-}
-
-func exists(ctx context.Context, tx *sql.Tx, query string, args ...any) error {
-	var one int
-	err := tx.QueryRowContext(ctx, query, args...).Scan(&one)
-	if errors.Is(err, sql.ErrNoRows) {
-		return ErrNotFound
-	}
-	return err
 }
 
 func (s *SQLite) AddInvite(ctx context.Context, inv Invite) error {
