@@ -669,7 +669,7 @@ type ImportResult struct {
 	Created   time.Time       `json:"created"`
 	Tables    []TableCheck    `json:"tables"`
 	Blobs     BlobCheck       `json:"blobs"`
-	Artifacts int             `json:"artifacts"` // versions pushed as artifacts (an ArtifactStore target)
+	Artifacts int             `json:"artifacts"` // versions stored and tagged as artifacts (an ArtifactStore target)
 	OK        bool            `json:"ok"`
 }
 
@@ -723,7 +723,9 @@ func (e *NotEmptyError) Error() string {
 // committed from an archive that is refused, truncated or corrupt. After
 // the commit it reads the target back: every table's rows and hash, and
 // every blob opened and hashed; a difference is a *VerifyError, returned
-// with the result that says which.
+// with the result that says which. An ArtifactStore target gets each
+// version's artifact as a publish would: stored before the commit, tagged
+// after it.
 func Import(ctx context.Context, r io.Reader, st Store, blobs Blobs, o ImportOptions) (*ImportResult, error) {
 	as, ok := st.(archiveStore)
 	if !ok {
@@ -744,10 +746,15 @@ func Import(ctx context.Context, r io.Reader, st Store, blobs Blobs, o ImportOpt
 		return nil, fmt.Errorf("import: %w", err)
 	}
 	res := &ImportResult{Manifest: ar.m, Source: ar.m.Source, Created: ar.m.Created}
-	if n, err := pushArtifacts(ctx, blobs, ar); err != nil {
-		return nil, fmt.Errorf("import: %w", err)
-	} else {
-		res.Artifacts = n
+	// As a publish does (modules.go): each version's artifact stored
+	// untagged before the Store records it, tagged once it has.
+	if _, err := eachArtifact(blobs, ar, func(as ArtifactStore, v Version) error {
+		if err := as.PutArtifact(ctx, v); err != nil {
+			return fmt.Errorf("push the artifact of %s@%s: %w", v.Module, v.Version.Version, err)
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("import: nothing was committed: %w", err)
 	}
 	err = as.archiveLoad(ctx, func(l archiveLoader) error {
 		if err := requireEmpty(ctx)(l); err != nil {
@@ -764,6 +771,15 @@ func Import(ctx context.Context, r io.Reader, st Store, blobs Blobs, o ImportOpt
 	})
 	if err != nil {
 		return nil, fmt.Errorf("import: nothing was committed: %w", err)
+	}
+	res.Artifacts, err = eachArtifact(blobs, ar, func(as ArtifactStore, v Version) error {
+		if err := as.TagArtifact(ctx, v); err != nil {
+			return fmt.Errorf("tag the artifact of %s@%s: %w", v.Module, v.Version.Version, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, fmt.Errorf("import committed the tables, but %w: the hub serves without tags, but a registry that deletes untagged manifests may delete their blobs with them; fix the registry, then import again into a new database and repository", err)
 	}
 	progress(o.Progress, "committed; reading the target back\n")
 	if err := verifyImport(ctx, as, blobs, ar.m, res); err != nil {
@@ -1230,20 +1246,18 @@ func (a *archive) versionRows(fn func(Version) error) error {
 	})
 }
 
-// pushArtifacts pushes each version as an artifact when blobs keeps them
-// (the ArtifactStore of an OCI registry: PutArtifact), and returns how
-// many it pushed.
-func pushArtifacts(ctx context.Context, blobs Blobs, a *archive) (int, error) {
-	as, ok := blobs.(interface {
-		PutArtifact(ctx context.Context, v Version) error
-	})
+// eachArtifact calls put with blobs as an ArtifactStore (an OCI
+// registry) and each version of the archive, and returns how many there
+// were; with blobs that keep no artifacts, it does nothing.
+func eachArtifact(blobs Blobs, a *archive, put func(ArtifactStore, Version) error) (int, error) {
+	as, ok := blobs.(ArtifactStore)
 	if !ok {
 		return 0, nil
 	}
 	n := 0
 	err := a.versionRows(func(v Version) error {
-		if err := as.PutArtifact(ctx, v); err != nil {
-			return fmt.Errorf("push the artifact of %s@%s: %w", v.Module, v.Version.Version, err)
+		if err := put(as, v); err != nil {
+			return err
 		}
 		n++
 		return nil

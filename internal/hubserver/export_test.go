@@ -21,6 +21,7 @@ import (
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
+	"github.com/station-dev/station/internal/hubserver/ocitest"
 	"github.com/station-dev/station/internal/hubserver/pgtest"
 )
 
@@ -759,4 +760,33 @@ func (b *losingBlobs) Open(c context.Context, digest string) (io.ReadCloser, err
 		return nil, hubserver.ErrNotFound
 	}
 	return b.BlobDir.Open(c, digest)
+}
+
+// TestExportImportOCI moves a hub onto PostgreSQL and an OCI registry:
+// every blob in the registry, each version's artifact stored and tagged,
+// and an export of the new hub holds what the old one's did.
+func TestExportImportOCI(t *testing.T) {
+	p := populate(t)
+	srcBlobs, err := hubserver.OpenBlobDir(filepath.Join(p.h.Dir, "blobs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, _ := p.reads(t, p.h.Store)
+	archive, m1 := export(t, p.h.Store, srcBlobs, true)
+	pg, _ := openPostgres(t)
+	reg, err := hubserver.OpenBlobs(ctx, ocitest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := reg.(hubserver.ArtifactStore); !ok {
+		t.Fatalf("%T keeps no artifacts", reg)
+	}
+	res := importInto(t, archive, pg, reg)
+	if res.Artifacts != 5 {
+		t.Errorf("%d artifacts, want one for each of the 5 versions", res.Artifacts)
+	}
+	got, _ := p.reads(t, pg)
+	sameReads(t, "source -> PostgreSQL and OCI", want, got)
+	_, m2 := export(t, pg, reg, false)
+	sameTables(t, "source, PostgreSQL and OCI", m1, m2)
 }

@@ -75,15 +75,6 @@ func blobsFlag(c *cobra.Command, blobs *string) {
 	c.Flags().StringVar(blobs, "blobs", "", "the hub's blob store: a directory, or oci://host[:port]/repository (default: blobs/ in the data directory)")
 }
 
-// openBlobStore opens a blob store: a directory, or an OCI registry's
-// repository (oci://).
-func openBlobStore(spec string) (hubserver.Blobs, error) {
-	if strings.Contains(spec, "://") {
-		return nil, cmdutil.Usagef("--blobs %s: this build keeps blobs in a directory only (an OCI registry, oci://, comes with hubserver.OpenBlobs)", spec)
-	}
-	return hubserver.OpenBlobDir(spec)
-}
-
 func exportRun(ctx context.Context, opts *ExportOptions) error {
 	db, err := dbOf(opts.DB, opts.IO.Getenv)
 	if err != nil {
@@ -121,7 +112,7 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 		}
 	}
 	defer st.Close()
-	blobs, err := openBlobStore(blobSpec)
+	blobs, err := hubserver.OpenBlobs(ctx, blobSpec)
 	if err != nil {
 		return err
 	}

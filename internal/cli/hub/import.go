@@ -111,7 +111,7 @@ func (r ImportOutput) Text(w io.Writer) error {
 		fmt.Fprintf(w, "blob %s\n", cmdutil.TermText(bad))
 	}
 	if r.Artifacts > 0 {
-		fmt.Fprintf(w, "%d versions pushed as artifacts\n", r.Artifacts)
+		fmt.Fprintf(w, "%d versions stored and tagged as artifacts in the registry\n", r.Artifacts)
 	}
 	var err error
 	if r.OK {
@@ -153,7 +153,7 @@ func importRun(ctx context.Context, opts *ImportOptions) error {
 		return cmdutil.Usagef("import needs a target: --db postgres://... with --blobs, or --data DIR for a new SQLite hub")
 	}
 	defer st.Close()
-	blobs, err := openBlobStore(blobSpec)
+	blobs, err := hubserver.OpenBlobs(ctx, blobSpec)
 	if err != nil {
 		return err
 	}
