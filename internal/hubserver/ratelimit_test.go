@@ -102,7 +102,7 @@ func TestClientKey(t *testing.T) {
 // dropped (its channel closed) instead of holding memory or the fan-out;
 // others still receive.
 func TestRelayDropsSlowSubscribers(t *testing.T) {
-	r := newRelay(nil, slog.New(slog.DiscardHandler), 0)
+	r := newRelay(nil, slog.New(slog.DiscardHandler), newMetrics(), 0)
 	slow := r.subscribe("dave")
 	fast := r.subscribe("erin")
 	for i := range subscriberBuffer + 1 {
@@ -137,7 +137,7 @@ func TestRelayDropsSlowSubscribers(t *testing.T) {
 }
 
 func TestRelayStopsWithItsContext(t *testing.T) {
-	r := newRelay(nil, slog.New(slog.DiscardHandler), 0)
+	r := newRelay(nil, slog.New(slog.DiscardHandler), newMetrics(), 0)
 	s := r.subscribe("dave")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
