@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -16,6 +17,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
 	"github.com/station-dev/station/internal/hubserver/pgtest"
@@ -28,7 +30,7 @@ import (
 
 // node runs a hub on the shared database dsn and blob directory blobs, in
 // this process, for the rest of the test.
-func node(t *testing.T, dsn, blobs string, configure func(*hubserver.Options)) *hubtest.Hub {
+func node(t testing.TB, dsn, blobs string, configure func(*hubserver.Options)) *hubtest.Hub {
 	t.Helper()
 	st, err := hubserver.OpenPostgres(context.Background(), dsn)
 	if err != nil {
@@ -64,7 +66,7 @@ func node(t *testing.T, dsn, blobs string, configure func(*hubserver.Options)) *
 }
 
 // cluster starts n nodes on a fresh database of the test's own.
-func cluster(t *testing.T, n int, configure func(*hubserver.Options)) []*hubtest.Hub {
+func cluster(t testing.TB, n int, configure func(*hubserver.Options)) []*hubtest.Hub {
 	t.Helper()
 	dsn, blobs := pgtest.DSN(t), filepath.Join(t.TempDir(), "blobs")
 	nodes := make([]*hubtest.Hub, n)
@@ -327,4 +329,73 @@ func (lb *loadBalancer) connections(backend string) int {
 	lb.mu.Lock()
 	defer lb.mu.Unlock()
 	return lb.served[backend]
+}
+
+// BenchmarkClusterPush measures a lockfile push until every connected
+// station of the team has its event, with the stations on the node that
+// accepted the push or on another node of the same database (the
+// LISTEN/NOTIFY hop), against one SQLite hub as the baseline.
+func BenchmarkClusterPush(b *testing.B) {
+	fast := func(o *hubserver.Options) { o.Limits.RatePerSecond, o.Limits.Burst = 1e6, 1e6 }
+	for _, stations := range []int{2, 32} {
+		b.Run(fmt.Sprintf("stations=%d/sqlite", stations), func(b *testing.B) {
+			h := hubtest.StartWith(b, fast)
+			if _, ok := h.Store.(*hubserver.SQLite); !ok {
+				b.Skip("the baseline is SQLite; unset", hubtest.EnvDB)
+			}
+			benchPush(b, h, h, stations)
+		})
+		b.Run(fmt.Sprintf("stations=%d/postgres-same-node", stations), func(b *testing.B) {
+			nodes := cluster(b, 1, fast)
+			benchPush(b, nodes[0], nodes[0], stations)
+		})
+		b.Run(fmt.Sprintf("stations=%d/postgres-other-node", stations), func(b *testing.B) {
+			nodes := cluster(b, 2, fast)
+			benchPush(b, nodes[0], nodes[1], stations)
+		})
+	}
+}
+
+// benchPush pushes through at while stations members of the team follow
+// the stream of on.
+func benchPush(b *testing.B, at, on *hubtest.Hub, stations int) {
+	dave := at.Client(b, at.Account(b, "dave"))
+	if _, err := dave.CreateTeam(ctx, "acme"); err != nil {
+		b.Fatal(err)
+	}
+	start := lastSeq(b, at)
+	sctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var chans []chan hub.Event
+	for i := range stations {
+		name := fmt.Sprintf("member%d", i)
+		c := on.Client(b, on.Account(b, name))
+		inv, err := dave.Invite(ctx, "acme", hub.InviteRequest{Account: name})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := c.Join(ctx, inv.Code); err != nil {
+			b.Fatal(err)
+		}
+		events, connected := make(chan hub.Event, 2*stations+16), make(chan int64, 1)
+		chans = append(chans, events)
+		go c.Subscribe(sctx, hubclient.SubscribeOptions{Cursor: start, OnConnect: func(c int64) { connected <- c }}, func(ev hub.Event) error {
+			if ev.Kind == hub.EventLockfilePushed {
+				events <- ev
+			}
+			return nil
+		})
+		within(b, connected, "connection")
+	}
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := dave.PushLockfile(ctx, "acme", int64(i), hub.Lockfile{}); err != nil {
+			b.Fatal(err)
+		}
+		for _, ch := range chans {
+			if ev := within(b, ch, "event"); ev.Revision != int64(i+1) {
+				b.Fatalf("got %+v", ev)
+			}
+		}
+	}
 }
