@@ -1,6 +1,7 @@
 package hubserver
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/manifest"
@@ -75,12 +77,35 @@ func (s *Server) publish(c *call) error {
 		Signature:   b.Signature,
 		Description: m.Description,
 	}
+	// In an OCI registry the version's artifact is stored untagged before
+	// the version is recorded (its blobs are then referenced: the
+	// registry's garbage collection keeps them) and tagged only once it is
+	// (a tag never names a version the store refused). ArtifactStore says
+	// why.
+	art, _ := s.blobs.(ArtifactStore)
+	if art != nil {
+		if err := art.PutArtifact(c.ctx, v); err != nil {
+			return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
+		}
+	}
 	ev, err := s.store.Publish(c.ctx, v)
 	if errors.Is(err, ErrExists) {
 		return versionExists(m.ID, m.Version)
 	}
 	if err != nil {
 		return fmt.Errorf("publish %s@%s: %w", m.ID, m.Version, err)
+	}
+	if art != nil {
+		// The version is published whatever happens here: a missing tag
+		// costs registry tools a name, not the hub a version (it never
+		// reads tags). So it is logged, not answered, and it is tagged
+		// even when the publisher has gone.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(c.ctx), time.Minute)
+		if err := art.TagArtifact(ctx, v); err != nil {
+			s.log.Error("publish: the version is recorded, but the registry did not tag its artifact", "request", c.id, "module", m.ID, "version", m.Version,
+				"tag", ArtifactTag(m.ID, m.Version), "err", err)
+		}
+		cancel()
 	}
 	s.relay.notify()
 	s.log.Info("module published", "account", c.account, "module", m.ID, "version", m.Version, "wasm_digest", st.WasmDigest, "seq", ev.Seq)

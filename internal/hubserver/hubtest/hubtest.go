@@ -6,6 +6,10 @@
 // PostgreSQL instead, in a fresh database of the test's own (pgtest finds
 // the server, or skips the test), so that the black-box hub suites run on
 // both stores: `STATION_HUB_TEST_DB=postgres go test ./internal/hubserver/`.
+//
+// Likewise STATION_HUB_TEST_BLOBS=oci keeps every hub's blobs in a
+// repository of the test's own in an OCI registry (ocitest finds one, or
+// skips the test) instead of the data directory.
 package hubtest
 
 import (
@@ -21,12 +25,17 @@ import (
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
+	"github.com/station-dev/station/internal/hubserver/ocitest"
 	"github.com/station-dev/station/internal/hubserver/pgtest"
 )
 
 // EnvDB selects the store of the hubs hubtest starts: "sqlite" (or unset)
 // or "postgres".
 const EnvDB = "STATION_HUB_TEST_DB"
+
+// EnvBlobs selects where the hubs hubtest starts keep blobs: "dir" (or
+// unset: blobs/ in the data directory) or "oci" (an OCI registry).
+const EnvBlobs = "STATION_HUB_TEST_BLOBS"
 
 // Hub is a running hub.
 type Hub struct {
@@ -37,7 +46,11 @@ type Hub struct {
 	// Store is its database: a *hubserver.SQLite in Dir, or (EnvDB) a
 	// *hubserver.Postgres.
 	Store hubserver.Store
-	// Dir is its data directory (its blobs, and its SQLite database).
+	// Blobs is where it keeps blobs: a *hubserver.BlobDir in Dir/blobs, or
+	// (EnvBlobs) a *hubserver.OCIRegistry.
+	Blobs hubserver.Blobs
+	// Dir is its data directory (its blobs, unless EnvBlobs is oci, and
+	// its SQLite database).
 	Dir string
 }
 
@@ -78,28 +91,37 @@ func StartWith(t testing.TB, configure func(*hubserver.Options)) *Hub {
 		}
 		st.Close()
 	})
-	return &Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Dir: dir}
+	return &Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Blobs: o.Blobs, Dir: dir}
 }
 
-// open opens the store EnvDB selects and the blob directory in dir.
+// open opens the store EnvDB selects and the blobs EnvBlobs selects.
 func open(t testing.TB, dir string) (hubserver.Store, hubserver.Blobs, error) {
+	var blobs hubserver.Blobs
+	var err error
+	switch b := os.Getenv(EnvBlobs); b {
+	case "", "dir":
+		blobs, err = hubserver.OpenBlobDir(filepath.Join(dir, "blobs"))
+	case "oci":
+		blobs, err = hubserver.OpenBlobs(context.Background(), ocitest.URL(t))
+	default:
+		err = fmt.Errorf("%s=%q: want dir or oci", EnvBlobs, b)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	var st hubserver.Store
 	switch db := os.Getenv(EnvDB); db {
 	case "", "sqlite":
-		return hubserver.OpenDir(dir)
+		st, err = hubserver.OpenSQLite(filepath.Join(dir, "hub.db"))
 	case "postgres":
-		st, err := hubserver.OpenPostgres(context.Background(), pgtest.DSN(t))
-		if err != nil {
-			return nil, nil, err
-		}
-		blobs, err := hubserver.OpenBlobDir(filepath.Join(dir, "blobs"))
-		if err != nil {
-			st.Close()
-			return nil, nil, err
-		}
-		return st, blobs, nil
+		st, err = hubserver.OpenPostgres(context.Background(), pgtest.DSN(t))
 	default:
-		return nil, nil, fmt.Errorf("%s=%q: want sqlite or postgres", EnvDB, db)
+		err = fmt.Errorf("%s=%q: want sqlite or postgres", EnvDB, db)
 	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, blobs, nil
 }
 
 // Account creates an account and returns its token.
