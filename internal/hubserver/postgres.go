@@ -1,7 +1,6 @@
 package hubserver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -771,71 +770,11 @@ func (p *Postgres) RevokeKey(ctx context.Context, account, id string, at time.Ti
 
 func (p *Postgres) Publish(ctx context.Context, v Version) (hub.Event, error) {
 	var ev hub.Event
-	at, err := sqldb.ToNanos(v.PublishedAt)
-	if err != nil {
-		return ev, fmt.Errorf("publish: %w", err)
-	}
-	err = p.tx(ctx, func(tx pgx.Tx) error {
-		// Two publishes of one module take turns, so the precedence
-		// check below sees the other's version.
-		if err := lockName(ctx, tx, "module", v.Module); err != nil {
-			return err
-		}
-		owner, _, _ := strings.Cut(v.Module, "/")
-		versions, err := pgVersionNames(ctx, tx, v.Module)
-		if err != nil {
-			return err
-		}
-		for _, have := range versions {
-			if hub.CompareVersions(have.name, v.Version.Version) == 0 {
-				return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, have.name)
-			}
-		}
-		if len(versions) == 0 {
-			if _, err := tx.Exec(ctx, `INSERT INTO modules (id, owner, description, latest, created_at, updated_at) VALUES ($1, $2, $3, '', $4, $4)`,
-				v.Module, owner, v.Description, at); err != nil {
-				return fmt.Errorf("create module: %w", err)
-			}
-		}
-		_, err = tx.Exec(ctx, `INSERT INTO versions (module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at)
-			VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`, v.Module, v.Version.Version, v.ManifestDigest, v.WasmDigest, v.WasmSize, v.KeyID, v.Signature, at)
-		if isUnique(err) {
-			return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, v.Version.Version)
-		}
-		if err != nil {
-			return fmt.Errorf("insert version: %w", err)
-		}
-		versions = append(versions, versionName{v.Version.Version, false})
-		if _, err := tx.Exec(ctx, `UPDATE modules SET description = $1, latest = $2, updated_at = $3 WHERE id = $4`,
-			v.Description, latestOf(versions), at, v.Module); err != nil {
-			return fmt.Errorf("update module: %w", err)
-		}
-		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventModulePublished, Time: v.PublishedAt.UTC(), Actor: owner,
-			Module: v.Module, Version: v.Version.Version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest})
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		ev, err = publish(ctx, pgTx{tx, true}, v)
 		return err
 	})
 	return ev, err
-}
-
-func pgVersionNames(ctx context.Context, q pgQuerier, module string) ([]versionName, error) {
-	out, err := pgAll(ctx, q, func(r sqldb.Scanner) (versionName, error) {
-		var v versionName
-		err := r.Scan(&v.name, &v.yanked)
-		return v, err
-	}, `SELECT version, yanked_at IS NOT NULL FROM versions WHERE module = $1`, module)
-	if err != nil {
-		return nil, fmt.Errorf("list versions: %w", err)
-	}
-	return out, nil
-}
-
-func pgScanVersion(sc sqldb.Scanner) (Version, error) {
-	var v Version
-	var at int64
-	var yanked *int64
-	err := sc.Scan(&v.Module, &v.Version.Version, &v.ManifestDigest, &v.WasmDigest, &v.WasmSize, &v.KeyID, &v.Signature, &at, &yanked, &v.YankReason)
-	v.PublishedAt, v.Yanked = sqldb.FromNanos(at), yanked != nil
-	return v, err
 }
 
 func (p *Postgres) Module(ctx context.Context, id string) (hub.Module, error) {
@@ -851,7 +790,7 @@ func (p *Postgres) Module(ctx context.Context, id string) (hub.Module, error) {
 	}
 	m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
 	m.Versions, err = pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Version, error) {
-		v, err := pgScanVersion(r)
+		v, err := scanVersion(r)
 		return v.Version, err
 	}, `SELECT `+versionColumns+` FROM versions WHERE module = $1`, id)
 	if err != nil {
@@ -862,7 +801,7 @@ func (p *Postgres) Module(ctx context.Context, id string) (hub.Module, error) {
 }
 
 func (p *Postgres) Version(ctx context.Context, module, version string) (Version, error) {
-	v, err := pgScanVersion(p.pool.QueryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = $1 AND version = $2`, module, version))
+	v, err := scanVersion(p.pool.QueryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = $1 AND version = $2`, module, version))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Version{}, ErrNotFound
 	}
@@ -875,49 +814,8 @@ func (p *Postgres) Version(ctx context.Context, module, version string) (Version
 func (p *Postgres) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
 	var out hub.Version
 	var evp *hub.Event
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return out, evp, fmt.Errorf("yank: %w", err)
-	}
-	err = p.tx(ctx, func(tx pgx.Tx) error {
-		out, evp = hub.Version{}, nil
-		// Under the module's lock: a publish's latest, and a triage's
-		// check that a fix is not yanked, see this change or none of it.
-		if err := lockName(ctx, tx, "module", module); err != nil {
-			return err
-		}
-		v, err := pgScanVersion(tx.QueryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = $1 AND version = $2`, module, version))
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		out = v.Version
-		if v.Yanked == yanked {
-			return nil
-		}
-		kind := hub.EventModuleYanked
-		if yanked {
-			_, err = tx.Exec(ctx, `UPDATE versions SET yanked_at = $1, yank_reason = $2 WHERE module = $3 AND version = $4`, n, reason, module, version)
-			out.Yanked, out.YankReason = true, reason
-		} else {
-			kind = hub.EventModuleUnyanked
-			_, err = tx.Exec(ctx, `UPDATE versions SET yanked_at = NULL, yank_reason = '' WHERE module = $1 AND version = $2`, module, version)
-			out.Yanked, out.YankReason = false, ""
-		}
-		if err != nil {
-			return fmt.Errorf("update version: %w", err)
-		}
-		names, err := pgVersionNames(ctx, tx, module)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `UPDATE modules SET latest = $1, updated_at = $2 WHERE id = $3`, latestOf(names), n, module); err != nil {
-			return fmt.Errorf("update module: %w", err)
-		}
-		ev, err := pgAppendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Module: module, Version: version, Reason: reason})
-		evp = &ev
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		out, evp, err = setYanked(ctx, pgTx{tx, true}, module, version, yanked, reason, actor, at)
 		return err
 	})
 	return out, evp, err
@@ -946,23 +844,8 @@ func (p *Postgres) Search(ctx context.Context, query, owner string, offset, limi
 
 func (p *Postgres) CreateTeam(ctx context.Context, name, owner string, at time.Time) (hub.Event, error) {
 	var ev hub.Event
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return ev, fmt.Errorf("create team: %w", err)
-	}
-	err = p.tx(ctx, func(tx pgx.Tx) error {
-		empty, _ := json.Marshal(hub.Lockfile{Modules: []hub.LockedModule{}, Workflows: []hub.Workflow{}})
-		_, err := tx.Exec(ctx, `INSERT INTO teams (name, created_at, revision, lockfile, updated_at, updated_by) VALUES ($1, $2, 0, $3, 0, '')`, name, n, empty)
-		if isUnique(err) {
-			return ErrExists
-		}
-		if err != nil {
-			return fmt.Errorf("create team: %w", err)
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES ($1, $2, 'owner', $3)`, name, owner, n); err != nil {
-			return fmt.Errorf("add owner: %w", err)
-		}
-		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventTeamCreated, Time: at.UTC(), Actor: owner, Team: name, Account: owner, Role: hub.RoleOwner})
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		ev, err = createTeam(ctx, pgTx{tx, true}, name, owner, at)
 		return err
 	})
 	return ev, err
@@ -1018,160 +901,33 @@ func (p *Postgres) Members(ctx context.Context, team string) ([]string, error) {
 	return out, nil
 }
 
-func pgRoleIn(ctx context.Context, q pgQuerier, team, account string) (string, error) {
-	var role string
-	err := q.QueryRow(ctx, `SELECT role FROM members WHERE team = $1 AND account = $2`, team, account).Scan(&role)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	return role, err
-}
-
-func pgRequireOwner(ctx context.Context, q pgQuerier, team, actor string) error {
-	role, err := pgRoleIn(ctx, q, team, actor)
-	if err != nil {
-		return err
-	}
-	if role != hub.RoleOwner {
-		return ErrNotOwner
-	}
-	return nil
-}
-
-func pgOwners(ctx context.Context, tx pgx.Tx, team string) (int, error) {
-	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM members WHERE team = $1 AND role = 'owner'`, team).Scan(&n)
-	return n, err
-}
-
 func (p *Postgres) AddInvite(ctx context.Context, inv Invite) error {
-	created, err := sqldb.ToNanos(inv.CreatedAt)
-	if err != nil {
-		return fmt.Errorf("add invite: %w", err)
-	}
-	expires, err := sqldb.ToNanos(inv.ExpiresAt)
-	if err != nil {
-		return fmt.Errorf("add invite: expiry: %w", err)
-	}
-	return p.tx(ctx, func(tx pgx.Tx) error {
-		// Under the team's lock: a demotion of the creator either comes
-		// after (and deletes this invite) or before (and refuses it).
-		if err := lockName(ctx, tx, "team", inv.Team); err != nil {
-			return err
-		}
-		if err := pgRequireOwner(ctx, tx, inv.Team, inv.CreatedBy); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM invites WHERE expires_at <= $1`, created); err != nil {
-			return err
-		}
-		_, err := tx.Exec(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-			inv.Hash[:], inv.ID, inv.Team, inv.Role, inv.Account, inv.CreatedBy, created, expires)
-		return err
-	})
+	return p.tx(ctx, func(tx pgx.Tx) error { return addInvite(ctx, pgTx{tx, true}, inv) })
 }
 
 func (p *Postgres) Invites(ctx context.Context, team, actor string, at time.Time) ([]Invite, error) {
 	var out []Invite
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return nil, fmt.Errorf("list invites: %w", err)
-	}
-	err = p.tx(ctx, func(tx pgx.Tx) error {
-		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		out, err = pgAll(ctx, tx, scanInvite, `SELECT `+inviteColumns+` FROM invites WHERE team = $1 AND expires_at > $2 ORDER BY created_at, id`, team, n)
-		if err != nil {
-			return fmt.Errorf("list invites: %w", err)
-		}
-		return nil
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = invites(ctx, pgTx{tx, true}, team, actor, at)
+		return err
 	})
 	return out, err
 }
 
 func (p *Postgres) RevokeInvites(ctx context.Context, team, id, actor string, at time.Time) ([]Invite, error) {
 	var out []Invite
-	err := p.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockName(ctx, tx, "team", team); err != nil {
-			return err
-		}
-		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		all, err := pgAll(ctx, tx, scanInvite, `DELETE FROM invites WHERE team = $1 AND ($2::text = '' OR id = $2) RETURNING `+inviteColumns, team, id)
-		if err != nil {
-			return fmt.Errorf("revoke invites: %w", err)
-		}
-		out = []Invite{}
-		for _, inv := range all {
-			if inv.ExpiresAt.After(at) { // an expired invite is gone already; deleting it revokes nothing
-				out = append(out, inv)
-			}
-		}
-		slices.SortFunc(out, func(a, b Invite) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID)) })
-		if id != "" && len(out) == 0 {
-			return ErrNoInvite
-		}
-		return nil
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		out, err = revokeInvites(ctx, pgTx{tx, true}, team, id, actor, at)
+		return err
 	})
 	return out, err
-}
-
-func pgDropInvitesOf(ctx context.Context, tx pgx.Tx, team, account string) error {
-	if _, err := tx.Exec(ctx, `DELETE FROM invites WHERE team = $1 AND created_by = $2`, team, account); err != nil {
-		return fmt.Errorf("delete the invites of %s: %w", account, err)
-	}
-	return nil
 }
 
 func (p *Postgres) AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error) {
 	var team, role string
 	var ev hub.Event
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return hub.Team{}, ev, fmt.Errorf("accept invite: %w", err)
-	}
-	err = p.tx(ctx, func(tx pgx.Tx) error {
-		// Find the team, take its lock, then read the invite again: two
-		// accepts of one code, or an accept and its creator's demotion,
-		// take turns.
-		err := tx.QueryRow(ctx, `SELECT team FROM invites WHERE hash = $1`, hash[:]).Scan(&team)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrInviteInvalid
-		}
-		if err != nil {
-			return err
-		}
-		if err := lockName(ctx, tx, "team", team); err != nil {
-			return err
-		}
-		var forAccount, creator string
-		var expires int64
-		err = tx.QueryRow(ctx, `SELECT team, role, account, created_by, expires_at FROM invites WHERE hash = $1`, hash[:]).Scan(&team, &role, &forAccount, &creator, &expires)
-		if errors.Is(err, pgx.ErrNoRows) || err == nil && (expires <= n || forAccount != "" && forAccount != account) {
-			return ErrInviteInvalid
-		}
-		if err != nil {
-			return err
-		}
-		if err := pgRequireOwner(ctx, tx, team, creator); errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotOwner) {
-			return ErrInviteInvalid
-		} else if err != nil {
-			return err
-		}
-		if _, err := pgRoleIn(ctx, tx, team, account); err == nil {
-			return ErrAlreadyMember
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM invites WHERE hash = $1`, hash[:]); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES ($1, $2, $3, $4)`, team, account, role, n); err != nil {
-			return fmt.Errorf("add member: %w", err)
-		}
-		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberJoined, Time: at.UTC(), Actor: account, Team: team, Account: account, Role: role})
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		team, role, ev, err = acceptInvite(ctx, pgTx{tx, true}, hash, account, at)
 		return err
 	})
 	if err != nil {
@@ -1185,43 +941,8 @@ func (p *Postgres) AcceptInvite(ctx context.Context, hash [32]byte, account stri
 func (p *Postgres) SetRole(ctx context.Context, team, account, role, actor string, at time.Time) (hub.Member, hub.Event, error) {
 	var m hub.Member
 	var ev hub.Event
-	err := p.tx(ctx, func(tx pgx.Tx) error {
-		m, ev = hub.Member{}, hub.Event{}
-		if err := lockName(ctx, tx, "team", team); err != nil {
-			return err
-		}
-		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		var old string
-		var joined int64
-		err := tx.QueryRow(ctx, `SELECT role, joined_at FROM members WHERE team = $1 AND account = $2`, team, account).Scan(&old, &joined)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return ErrNoMember
-		}
-		if err != nil {
-			return err
-		}
-		m = hub.Member{Account: account, Role: role, JoinedAt: sqldb.FromNanos(joined)}
-		if old == role {
-			return nil
-		}
-		if old == hub.RoleOwner {
-			if n, err := pgOwners(ctx, tx, team); err != nil {
-				return err
-			} else if n <= 1 {
-				return ErrLastOwner
-			}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE members SET role = $1 WHERE team = $2 AND account = $3`, role, team, account); err != nil {
-			return err
-		}
-		if old == hub.RoleOwner {
-			if err := pgDropInvitesOf(ctx, tx, team, account); err != nil {
-				return err
-			}
-		}
-		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberRole, Time: at.UTC(), Actor: actor, Team: team, Account: account, Role: role})
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		m, ev, err = setRole(ctx, pgTx{tx, true}, team, account, role, actor, at)
 		return err
 	})
 	return m, ev, err
@@ -1229,38 +950,8 @@ func (p *Postgres) SetRole(ctx context.Context, team, account, role, actor strin
 
 func (p *Postgres) RemoveMember(ctx context.Context, team, account, actor string, at time.Time) (hub.Event, error) {
 	var ev hub.Event
-	err := p.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockName(ctx, tx, "team", team); err != nil {
-			return err
-		}
-		kind := hub.EventMemberLeft
-		if actor != account {
-			kind = hub.EventMemberRemoved
-			if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
-				return err
-			}
-		}
-		role, err := pgRoleIn(ctx, tx, team, account)
-		if errors.Is(err, ErrNotFound) && actor != account {
-			return ErrNoMember
-		}
-		if err != nil {
-			return err
-		}
-		if role == hub.RoleOwner {
-			if n, err := pgOwners(ctx, tx, team); err != nil {
-				return err
-			} else if n <= 1 {
-				return ErrLastOwner
-			}
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM members WHERE team = $1 AND account = $2`, team, account); err != nil {
-			return err
-		}
-		if err := pgDropInvitesOf(ctx, tx, team, account); err != nil {
-			return err
-		}
-		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Team: team, Account: account})
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		ev, err = removeMember(ctx, pgTx{tx, true}, team, account, actor, at)
 		return err
 	})
 	return ev, err
@@ -1287,46 +978,13 @@ func (p *Postgres) Lockfile(ctx context.Context, team string) (hub.TeamLockfile,
 }
 
 func (p *Postgres) PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error) {
+	var tl hub.TeamLockfile
 	var ev hub.Event
-	if l.Modules == nil {
-		l.Modules = []hub.LockedModule{}
-	}
-	if l.Workflows == nil {
-		l.Workflows = []hub.Workflow{}
-	}
-	data, err := json.Marshal(l)
-	if err != nil {
-		return hub.TeamLockfile{}, ev, err
-	}
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return hub.TeamLockfile{}, ev, fmt.Errorf("store lockfile: %w", err)
-	}
-	err = p.tx(ctx, func(tx pgx.Tx) error {
-		if err := lockName(ctx, tx, "team", team); err != nil {
-			return err
-		}
-		if err := pgRequireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		var current int64
-		if err := tx.QueryRow(ctx, `SELECT revision FROM teams WHERE name = $1 FOR UPDATE`, team).Scan(&current); err != nil {
-			return err
-		}
-		if current != base {
-			return &ConflictError{Base: base, Current: current}
-		}
-		if _, err := tx.Exec(ctx, `UPDATE teams SET revision = $1, lockfile = $2, updated_at = $3, updated_by = $4 WHERE name = $5`,
-			base+1, data, n, actor, team); err != nil {
-			return fmt.Errorf("store lockfile: %w", err)
-		}
-		ev, err = pgAppendEvent(ctx, tx, hub.Event{Kind: hub.EventLockfilePushed, Time: at.UTC(), Actor: actor, Team: team, Revision: base + 1})
+	err := p.tx(ctx, func(tx pgx.Tx) (err error) {
+		tl, ev, err = pushLockfile(ctx, pgTx{tx, true}, team, base, l, actor, at)
 		return err
 	})
-	if err != nil {
-		return hub.TeamLockfile{}, ev, err
-	}
-	return hub.TeamLockfile{Team: team, Revision: base + 1, Lockfile: l, UpdatedAt: at.UTC(), UpdatedBy: actor}, ev, nil
+	return tl, ev, err
 }
 
 // Events.

@@ -1,7 +1,6 @@
 package hubserver
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
@@ -454,84 +453,11 @@ func (s *SQLite) RevokeKey(ctx context.Context, account, id string, at time.Time
 
 func (s *SQLite) Publish(ctx context.Context, v Version) (hub.Event, error) {
 	var ev hub.Event
-	at, err := sqldb.ToNanos(v.PublishedAt)
-	if err != nil {
-		return ev, fmt.Errorf("publish: %w", err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		owner, _, _ := strings.Cut(v.Module, "/")
-		versions, err := versionNames(ctx, tx, v.Module)
-		if err != nil {
-			return err
-		}
-		for _, have := range versions {
-			if hub.CompareVersions(have.name, v.Version.Version) == 0 {
-				return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, have.name)
-			}
-		}
-		if len(versions) == 0 {
-			if _, err := tx.ExecContext(ctx, `INSERT INTO modules (id, owner, description, latest, created_at, updated_at) VALUES (?, ?, ?, '', ?, ?)`,
-				v.Module, owner, v.Description, at, at); err != nil {
-				return fmt.Errorf("create module: %w", err)
-			}
-		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO versions (module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, v.Module, v.Version.Version, v.ManifestDigest, v.WasmDigest, v.WasmSize, v.KeyID, v.Signature, at)
-		if isConstraint(err) {
-			return fmt.Errorf("%w: %s@%s", ErrExists, v.Module, v.Version.Version)
-		}
-		if err != nil {
-			return fmt.Errorf("insert version: %w", err)
-		}
-		versions = append(versions, versionName{v.Version.Version, false})
-		if _, err := tx.ExecContext(ctx, `UPDATE modules SET description = ?, latest = ?, updated_at = ? WHERE id = ?`,
-			v.Description, latestOf(versions), at, v.Module); err != nil {
-			return fmt.Errorf("update module: %w", err)
-		}
-		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventModulePublished, Time: v.PublishedAt.UTC(), Actor: owner,
-			Module: v.Module, Version: v.Version.Version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest})
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		ev, err = publish(ctx, sqliteTx{tx}, v)
 		return err
 	})
 	return ev, err
-}
-
-type versionName struct {
-	name   string
-	yanked bool
-}
-
-func versionNames(ctx context.Context, tx *sql.Tx, module string) ([]versionName, error) {
-	out, err := sqldb.QueryAll(ctx, tx, func(r sqldb.Scanner) (versionName, error) {
-		var v versionName
-		err := r.Scan(&v.name, &v.yanked)
-		return v, err
-	}, `SELECT version, yanked_at IS NOT NULL FROM versions WHERE module = ?`, module)
-	if err != nil {
-		return nil, fmt.Errorf("list versions: %w", err)
-	}
-	return out, nil
-}
-
-// latestOf returns the highest version that is not yanked, or "".
-func latestOf(vs []versionName) string {
-	latest := ""
-	for _, v := range vs {
-		if !v.yanked && (latest == "" || hub.CompareVersions(v.name, latest) > 0) {
-			latest = v.name
-		}
-	}
-	return latest
-}
-
-const versionColumns = `module, version, manifest_digest, wasm_digest, wasm_size, key_id, signature, published_at, yanked_at, yank_reason`
-
-func scanVersion(sc sqldb.Scanner) (Version, error) {
-	var v Version
-	var at int64
-	var yanked sql.NullInt64
-	err := sc.Scan(&v.Module, &v.Version.Version, &v.ManifestDigest, &v.WasmDigest, &v.WasmSize, &v.KeyID, &v.Signature, &at, &yanked, &v.YankReason)
-	v.PublishedAt, v.Yanked = sqldb.FromNanos(at), yanked.Valid
-	return v, err
 }
 
 func (s *SQLite) Module(ctx context.Context, id string) (hub.Module, error) {
@@ -571,43 +497,8 @@ func (s *SQLite) Version(ctx context.Context, module, version string) (Version, 
 func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
 	var out hub.Version
 	var evp *hub.Event
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return out, evp, fmt.Errorf("yank: %w", err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		v, err := sqldb.QueryOne(ctx, tx, scanVersion, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
-		if err != nil {
-			return err
-		}
-		out = v.Version
-		if v.Yanked == yanked {
-			return nil
-		}
-		kind := hub.EventModuleYanked
-		if yanked {
-			_, err = tx.ExecContext(ctx, `UPDATE versions SET yanked_at = ?, yank_reason = ? WHERE module = ? AND version = ?`, n, reason, module, version)
-			out.Yanked, out.YankReason = true, reason
-		} else {
-			kind = hub.EventModuleUnyanked
-			_, err = tx.ExecContext(ctx, `UPDATE versions SET yanked_at = NULL, yank_reason = '' WHERE module = ? AND version = ?`, module, version)
-			out.Yanked, out.YankReason = false, ""
-		}
-		if err != nil {
-			return fmt.Errorf("update version: %w", err)
-		}
-		names, err := versionNames(ctx, tx, module)
-		if err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE modules SET latest = ?, updated_at = ? WHERE id = ?`, latestOf(names), n, module); err != nil {
-			return fmt.Errorf("update module: %w", err)
-		}
-		ev, err := appendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Module: module, Version: version, Reason: reason})
-		evp = &ev
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		out, evp, err = setYanked(ctx, sqliteTx{tx}, module, version, yanked, reason, actor, at)
 		return err
 	})
 	return out, evp, err
@@ -634,23 +525,8 @@ func (s *SQLite) Search(ctx context.Context, query, owner string, offset, limit 
 
 func (s *SQLite) CreateTeam(ctx context.Context, name, owner string, at time.Time) (hub.Event, error) {
 	var ev hub.Event
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return ev, fmt.Errorf("create team: %w", err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		empty, _ := json.Marshal(hub.Lockfile{Modules: []hub.LockedModule{}, Workflows: []hub.Workflow{}})
-		_, err := tx.ExecContext(ctx, `INSERT INTO teams (name, created_at, revision, lockfile, updated_at, updated_by) VALUES (?, ?, 0, ?, 0, '')`, name, n, empty)
-		if isConstraint(err) {
-			return ErrExists
-		}
-		if err != nil {
-			return fmt.Errorf("create team: %w", err)
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, 'owner', ?)`, name, owner, n); err != nil {
-			return fmt.Errorf("add owner: %w", err)
-		}
-		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventTeamCreated, Time: at.UTC(), Actor: owner, Team: name, Account: owner, Role: hub.RoleOwner})
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		ev, err = createTeam(ctx, sqliteTx{tx}, name, owner, at)
 		return err
 	})
 	return ev, err
@@ -706,164 +582,33 @@ func (s *SQLite) Members(ctx context.Context, team string) ([]string, error) {
 	return out, nil
 }
 
-// roleIn returns account's role in team: ErrNotFound when it is not a
-// member.
-func roleIn(ctx context.Context, tx *sql.Tx, team, account string) (string, error) {
-	var role string
-	err := tx.QueryRowContext(ctx, `SELECT role FROM members WHERE team = ? AND account = ?`, team, account).Scan(&role)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	return role, err
-}
-
-// requireOwner checks inside tx that actor owns team.
-func requireOwner(ctx context.Context, tx *sql.Tx, team, actor string) error {
-	role, err := roleIn(ctx, tx, team, actor)
-	if err != nil {
-		return err
-	}
-	if role != hub.RoleOwner {
-		return ErrNotOwner
-	}
-	return nil
-}
-
-func owners(ctx context.Context, tx *sql.Tx, team string) (int, error) {
-	var n int
-	err := tx.QueryRowContext(ctx, `SELECT count(*) FROM members WHERE team = ? AND role = 'owner'`, team).Scan(&n)
-	return n, err
-}
-
 func (s *SQLite) AddInvite(ctx context.Context, inv Invite) error {
-	created, err := sqldb.ToNanos(inv.CreatedAt)
-	if err != nil {
-		return fmt.Errorf("add invite: %w", err)
-	}
-	expires, err := sqldb.ToNanos(inv.ExpiresAt)
-	if err != nil {
-		return fmt.Errorf("add invite: expiry: %w", err)
-	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		if err := requireOwner(ctx, tx, inv.Team, inv.CreatedBy); err != nil {
-			return err
-		}
-		// Expired invites are dead weight; drop them while holding the lock.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE expires_at <= ?`, created); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT INTO invites (hash, id, team, role, account, created_by, created_at, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-			inv.Hash[:], inv.ID, inv.Team, inv.Role, inv.Account, inv.CreatedBy, created, expires)
-		return err
-	})
-}
-
-const inviteColumns = `hash, id, team, role, account, created_by, created_at, expires_at`
-
-func scanInvite(r sqldb.Scanner) (Invite, error) {
-	var inv Invite
-	var hash []byte
-	var created, expires int64
-	if err := r.Scan(&hash, &inv.ID, &inv.Team, &inv.Role, &inv.Account, &inv.CreatedBy, &created, &expires); err != nil {
-		return Invite{}, err
-	}
-	copy(inv.Hash[:], hash)
-	inv.CreatedAt, inv.ExpiresAt = sqldb.FromNanos(created), sqldb.FromNanos(expires)
-	return inv, nil
+	return s.tx(ctx, func(tx *sql.Tx) error { return addInvite(ctx, sqliteTx{tx}, inv) })
 }
 
 func (s *SQLite) Invites(ctx context.Context, team, actor string, at time.Time) ([]Invite, error) {
 	var out []Invite
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return nil, fmt.Errorf("list invites: %w", err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		if err := requireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		out, err = sqldb.QueryAll(ctx, tx, scanInvite, `SELECT `+inviteColumns+` FROM invites WHERE team = ? AND expires_at > ? ORDER BY created_at, id`, team, n)
-		if err != nil {
-			return fmt.Errorf("list invites: %w", err)
-		}
-		return nil
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		out, err = invites(ctx, sqliteTx{tx}, team, actor, at)
+		return err
 	})
 	return out, err
 }
 
 func (s *SQLite) RevokeInvites(ctx context.Context, team, id, actor string, at time.Time) ([]Invite, error) {
 	var out []Invite
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := requireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		all, err := sqldb.QueryAll(ctx, tx, scanInvite, `DELETE FROM invites WHERE team = ?1 AND (?2 = '' OR id = ?2) RETURNING `+inviteColumns, team, id)
-		if err != nil {
-			return fmt.Errorf("revoke invites: %w", err)
-		}
-		out = []Invite{}
-		for _, inv := range all {
-			if inv.ExpiresAt.After(at) { // an expired invite is gone already; deleting it revokes nothing
-				out = append(out, inv)
-			}
-		}
-		slices.SortFunc(out, func(a, b Invite) int { return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.ID, b.ID)) })
-		if id != "" && len(out) == 0 {
-			return ErrNoInvite
-		}
-		return nil
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		out, err = revokeInvites(ctx, sqliteTx{tx}, team, id, actor, at)
+		return err
 	})
 	return out, err
-}
-
-// dropInvitesOf deletes the invites account made for team: they are only
-// as good as its role, which it is losing (RATIONALE.md, "Why is an invite
-// checked again when it is used, and deleted when its creator loses the
-// role?").
-func dropInvitesOf(ctx context.Context, tx *sql.Tx, team, account string) error {
-	if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE team = ? AND created_by = ?`, team, account); err != nil {
-		return fmt.Errorf("delete the invites of %s: %w", account, err)
-	}
-	return nil
 }
 
 func (s *SQLite) AcceptInvite(ctx context.Context, hash [32]byte, account string, at time.Time) (hub.Team, hub.Event, error) {
 	var team, role string
 	var ev hub.Event
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return hub.Team{}, ev, fmt.Errorf("accept invite: %w", err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		var forAccount, creator string
-		var expires int64
-		err := tx.QueryRowContext(ctx, `SELECT team, role, account, created_by, expires_at FROM invites WHERE hash = ?`, hash[:]).Scan(&team, &role, &forAccount, &creator, &expires)
-		if errors.Is(err, sql.ErrNoRows) || err == nil && (expires <= n || forAccount != "" && forAccount != account) {
-			return ErrInviteInvalid
-		}
-		if err != nil {
-			return err
-		}
-		// The creator must still be allowed to grant the role: an owner,
-		// now. (Losing the role deletes the invites too; this holds even
-		// for an invite a deletion missed.)
-		if err := requireOwner(ctx, tx, team, creator); errors.Is(err, ErrNotFound) || errors.Is(err, ErrNotOwner) {
-			return ErrInviteInvalid
-		} else if err != nil {
-			return err
-		}
-		if _, err := roleIn(ctx, tx, team, account); err == nil {
-			return ErrAlreadyMember
-		} else if !errors.Is(err, ErrNotFound) {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM invites WHERE hash = ?`, hash[:]); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `INSERT INTO members (team, account, role, joined_at) VALUES (?, ?, ?, ?)`, team, account, role, n); err != nil {
-			return fmt.Errorf("add member: %w", err)
-		}
-		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberJoined, Time: at.UTC(), Actor: account, Team: team, Account: account, Role: role})
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		team, role, ev, err = acceptInvite(ctx, sqliteTx{tx}, hash, account, at)
 		return err
 	})
 	if err != nil {
@@ -877,39 +622,8 @@ func (s *SQLite) AcceptInvite(ctx context.Context, hash [32]byte, account string
 func (s *SQLite) SetRole(ctx context.Context, team, account, role, actor string, at time.Time) (hub.Member, hub.Event, error) {
 	var m hub.Member
 	var ev hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		if err := requireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		var old string
-		var joined int64
-		err := tx.QueryRowContext(ctx, `SELECT role, joined_at FROM members WHERE team = ? AND account = ?`, team, account).Scan(&old, &joined)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNoMember
-		}
-		if err != nil {
-			return err
-		}
-		m = hub.Member{Account: account, Role: role, JoinedAt: sqldb.FromNanos(joined)}
-		if old == role {
-			return nil
-		}
-		if old == hub.RoleOwner {
-			if n, err := owners(ctx, tx, team); err != nil {
-				return err
-			} else if n <= 1 {
-				return ErrLastOwner
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE members SET role = ? WHERE team = ? AND account = ?`, role, team, account); err != nil {
-			return err
-		}
-		if old == hub.RoleOwner {
-			if err := dropInvitesOf(ctx, tx, team, account); err != nil {
-				return err
-			}
-		}
-		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventMemberRole, Time: at.UTC(), Actor: actor, Team: team, Account: account, Role: role})
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		m, ev, err = setRole(ctx, sqliteTx{tx}, team, account, role, actor, at)
 		return err
 	})
 	return m, ev, err
@@ -917,35 +631,8 @@ func (s *SQLite) SetRole(ctx context.Context, team, account, role, actor string,
 
 func (s *SQLite) RemoveMember(ctx context.Context, team, account, actor string, at time.Time) (hub.Event, error) {
 	var ev hub.Event
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		kind := hub.EventMemberLeft
-		if actor != account {
-			kind = hub.EventMemberRemoved
-			if err := requireOwner(ctx, tx, team, actor); err != nil {
-				return err
-			}
-		}
-		role, err := roleIn(ctx, tx, team, account)
-		if errors.Is(err, ErrNotFound) && actor != account {
-			return ErrNoMember
-		}
-		if err != nil {
-			return err
-		}
-		if role == hub.RoleOwner {
-			if n, err := owners(ctx, tx, team); err != nil {
-				return err
-			} else if n <= 1 {
-				return ErrLastOwner
-			}
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM members WHERE team = ? AND account = ?`, team, account); err != nil {
-			return err
-		}
-		if err := dropInvitesOf(ctx, tx, team, account); err != nil {
-			return err
-		}
-		ev, err = appendEvent(ctx, tx, hub.Event{Kind: kind, Time: at.UTC(), Actor: actor, Team: team, Account: account})
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		ev, err = removeMember(ctx, sqliteTx{tx}, team, account, actor, at)
 		return err
 	})
 	return ev, err
@@ -972,43 +659,13 @@ func (s *SQLite) Lockfile(ctx context.Context, team string) (hub.TeamLockfile, e
 }
 
 func (s *SQLite) PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error) {
+	var tl hub.TeamLockfile
 	var ev hub.Event
-	if l.Modules == nil {
-		l.Modules = []hub.LockedModule{}
-	}
-	if l.Workflows == nil {
-		l.Workflows = []hub.Workflow{}
-	}
-	data, err := json.Marshal(l)
-	if err != nil {
-		return hub.TeamLockfile{}, ev, err
-	}
-	n, err := sqldb.ToNanos(at)
-	if err != nil {
-		return hub.TeamLockfile{}, ev, fmt.Errorf("store lockfile: %w", err)
-	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		if err := requireOwner(ctx, tx, team, actor); err != nil {
-			return err
-		}
-		var current int64
-		if err := tx.QueryRowContext(ctx, `SELECT revision FROM teams WHERE name = ?`, team).Scan(&current); err != nil {
-			return err
-		}
-		if current != base {
-			return &ConflictError{Base: base, Current: current}
-		}
-		if _, err := tx.ExecContext(ctx, `UPDATE teams SET revision = ?, lockfile = ?, updated_at = ?, updated_by = ? WHERE name = ?`,
-			base+1, data, n, actor, team); err != nil {
-			return fmt.Errorf("store lockfile: %w", err)
-		}
-		ev, err = appendEvent(ctx, tx, hub.Event{Kind: hub.EventLockfilePushed, Time: at.UTC(), Actor: actor, Team: team, Revision: base + 1})
+	err := s.tx(ctx, func(tx *sql.Tx) (err error) {
+		tl, ev, err = pushLockfile(ctx, sqliteTx{tx}, team, base, l, actor, at)
 		return err
 	})
-	if err != nil {
-		return hub.TeamLockfile{}, ev, err
-	}
-	return hub.TeamLockfile{Team: team, Revision: base + 1, Lockfile: l, UpdatedAt: at.UTC(), UpdatedBy: actor}, ev, nil
+	return tl, ev, err
 }
 
 // Events.
