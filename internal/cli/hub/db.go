@@ -50,26 +50,51 @@ func redactDB(db string) string {
 	return u.Redacted()
 }
 
-// openHub opens the hub's store and blobs: SQLite and blobs/ in dir when db
-// is "", else the PostgreSQL database db (migrated to the current schema)
-// and blobs/ in dir.
-func openHub(ctx context.Context, dir, db string) (hubserver.Store, hubserver.Blobs, error) {
-	if db == "" {
-		return hubserver.OpenDir(dir)
+// blobsOf returns the hub's blob store: the flag, $STATION_HUB_BLOBS, or
+// blobs/ in the data directory dir. A registry's URL is checked here (so a
+// typo is a usage error, before anything is opened); the registry itself
+// when it is opened.
+func blobsOf(flag, dir string, getenv func(string) string) (string, error) {
+	spec, from := flag, "--blobs"
+	if spec == "" {
+		spec, from = getenv("STATION_HUB_BLOBS"), "$STATION_HUB_BLOBS"
 	}
+	if spec == "" {
+		return filepath.Join(dir, "blobs"), nil
+	}
+	if strings.Contains(spec, "://") {
+		if _, err := hubserver.RedactBlobs(spec); err != nil {
+			return "", cmdutil.Usagef("%s: %w", from, err)
+		}
+		return spec, nil
+	}
+	return filepath.Abs(spec)
+}
+
+// openHub opens the hub's store and blobs: SQLite in dir when db is "",
+// else the PostgreSQL database db (migrated to the current schema); and
+// the blob store blobs (a directory, or an OCI registry's repository:
+// hubserver.OpenBlobs).
+func openHub(ctx context.Context, dir, db, blobs string) (hubserver.Store, hubserver.Blobs, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, nil, fmt.Errorf("open hub data directory %s: %w", dir, err)
 	}
-	st, err := hubserver.OpenPostgres(ctx, db)
+	var st hubserver.Store
+	var err error
+	if db == "" {
+		st, err = hubserver.OpenSQLite(filepath.Join(dir, "hub.db"))
+	} else {
+		st, err = hubserver.OpenPostgres(ctx, db)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	blobs, err := hubserver.OpenBlobDir(filepath.Join(dir, "blobs"))
+	b, err := hubserver.OpenBlobs(ctx, blobs)
 	if err != nil {
 		st.Close()
 		return nil, nil, err
 	}
-	return st, blobs, nil
+	return st, b, nil
 }
 
 // openStore opens the store of where: a postgres:// URL, or a data

@@ -26,6 +26,7 @@ type ServeOptions struct {
 	Addr      string // --addr
 	Data      string // --data
 	DB        string // --db
+	Blobs     string // --blobs
 	Bootstrap string // --bootstrap-user
 	MaxWasm   string // --max-wasm, e.g. 64MiB
 	PublicURL string // --public-url
@@ -47,7 +48,24 @@ State lives in the data directory (--data, $STATION_HUB_DATA, default
 ~/.station-hub): hub.db (SQLite) and blobs/. It is the hub's own, never a
 station's home. With --db postgres://... (or $STATION_HUB_DB) the database
 is PostgreSQL instead, migrated to the current schema at start (see
-'station hub migrate'); blobs stay in the data directory.
+'station hub migrate').
+
+Module bundles (each version's module.yaml, wasm and signature, named by
+their sha256 digests) go to --blobs (or $STATION_HUB_BLOBS): a directory
+(default: blobs/ in the data directory), or a repository of an OCI
+registry (docker-registry, zot, Harbor, ghcr.io, ECR...):
+
+  oci://registry.example.com/station/modules       HTTPS
+  oci+http://127.0.0.1:5000/station/modules        plain HTTP (never chosen but by this scheme)
+
+Its credentials come from $STATION_HUB_OCI_USERNAME and
+$STATION_HUB_OCI_PASSWORD (or user:password@ in the URL, which process
+listings show); Basic and the registry token flow both work. The registry
+keeps the bytes, the database what they must be: the hub checks every
+digest it reads, and each published version also becomes an OCI artifact,
+tagged owner_slug_version, that registry tools can list and pull.
+Several hub processes on one PostgreSQL database and one registry
+repository serve as one hub (docs/hub-operations.md).
 
 The first account: --bootstrap-user NAME creates NAME if the hub has no such
 account and prints its token once, on stdout. Later accounts and tokens:
@@ -64,7 +82,9 @@ catch up), other requests finish first.`,
 		Example: `  station hub serve --bootstrap-user dave
   station hub serve --addr 127.0.0.1:0 --data /srv/station-hub
   station hub serve --public-url https://hub.example.com
-  STATION_HUB_DB=postgres://hub@db.internal/hub station hub serve`,
+  STATION_HUB_DB=postgres://hub@db.internal/hub station hub serve
+  STATION_HUB_OCI_USERNAME=hub STATION_HUB_OCI_PASSWORD=... station hub serve \
+      --db postgres://hub@db.internal/hub --blobs oci://registry.internal/station/modules`,
 		Args: cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if opts.MaxWasm != "" {
@@ -88,6 +108,7 @@ catch up), other requests finish first.`,
 	c.Flags().StringVar(&opts.Addr, "addr", DefaultAddr, "address to listen on (port 0 picks a free one)")
 	dataFlag(c, &opts.Data)
 	dbFlag(c, &opts.DB)
+	c.Flags().StringVar(&opts.Blobs, "blobs", "", "where module bundles are kept: a directory, or oci://host[:port]/repository (HTTPS; oci+http:// for plain HTTP) (default $STATION_HUB_BLOBS, else blobs/ in the data directory)")
 	c.Flags().StringVar(&opts.Bootstrap, "bootstrap-user", "", "create this account if it does not exist and print its token once")
 	c.Flags().StringVar(&opts.MaxWasm, "max-wasm", "", "largest module binary accepted, e.g. 64MiB (default 32MiB)")
 	c.Flags().StringVar(&opts.PublicURL, "public-url", "", "the hub's address as stations reach it, e.g. https://hub.example.com (advisories name it)")
@@ -127,7 +148,11 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
-	st, blobs, err := openHub(ctx, dir, db)
+	blobSpec, err := blobsOf(opts.Blobs, dir, opts.IO.Getenv)
+	if err != nil {
+		return err
+	}
+	st, blobs, err := openHub(ctx, dir, db, blobSpec)
 	if err != nil {
 		return err
 	}
@@ -156,8 +181,12 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		return fmt.Errorf("hub serve: %w", err)
 	}
 	where := "data " + dir
-	if db != "" {
-		where = fmt.Sprintf("database %s, blobs %s", redactDB(db), filepath.Join(dir, "blobs"))
+	if db != "" || blobSpec != filepath.Join(dir, "blobs") {
+		shown, _ := hubserver.RedactBlobs(blobSpec) // checked by blobsOf
+		where = fmt.Sprintf("database %s, blobs %s", filepath.Join(dir, "hub.db"), shown)
+		if db != "" {
+			where = fmt.Sprintf("database %s, blobs %s", redactDB(db), shown)
+		}
 	}
 	fmt.Fprintf(errw, "hub listening on http://%s (%s, protocol %d)\n", ln.Addr(), where, hubapi.ProtocolVersion)
 	if err := srv.Serve(ctx, ln); err != nil {
