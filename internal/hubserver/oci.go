@@ -101,6 +101,7 @@ type OCIRegistry struct {
 var (
 	_ Blobs         = (*OCIRegistry)(nil)
 	_ ArtifactStore = (*OCIRegistry)(nil)
+	_ Pinger        = (*OCIRegistry)(nil)
 )
 
 // OCIOptions configure OpenOCI.
@@ -199,7 +200,7 @@ func OpenOCI(ctx context.Context, raw string, o OCIOptions) (*OCIRegistry, error
 		r.client = &http.Client{Transport: tr}
 	}
 	r.client.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	if err := r.ping(ctx); err != nil {
+	if err := r.Ping(ctx); err != nil {
 		return nil, err
 	}
 	return r, nil
@@ -208,9 +209,10 @@ func OpenOCI(ctx context.Context, raw string, o OCIOptions) (*OCIRegistry, error
 // String is the registry's URL without credentials.
 func (r *OCIRegistry) String() string { return r.public }
 
-// ping checks /v2/ (which may ask for credentials, then answered), and
-// that the repository may be read: a HEAD of a blob in it.
-func (r *OCIRegistry) ping(ctx context.Context) error {
+// Ping checks /v2/ (which may ask for credentials, then answered), and
+// that the repository may be read: a HEAD of a blob in it. OpenOCI pings,
+// and /readyz (Pinger).
+func (r *OCIRegistry) Ping(ctx context.Context) error {
 	resp, err := r.send(ctx, ociRequest{method: http.MethodGet, url: r.origin + "/v2/"})
 	if err != nil {
 		return err

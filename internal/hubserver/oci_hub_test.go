@@ -1,14 +1,18 @@
 package hubserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/station-dev/station/hub"
@@ -190,5 +194,54 @@ func TestOCITagFailureAfterPublish(t *testing.T) {
 	}
 	if l := logs.String(); !strings.Contains(l, "did not tag its artifact") || !strings.Contains(l, "read-only") || !strings.Contains(l, "dave_x_1.0.0") {
 		t.Errorf("the hub did not log the failed tag:\n%s", l)
+	}
+}
+
+// TestOCICorruptRegistryIsCaught: a registry (or its storage) that sends
+// other bytes than a version's wasm gets no station a complete bundle:
+// the hub breaks the answer off, logs why, and the station refuses it.
+func TestOCICorruptRegistryIsCaught(t *testing.T) {
+	spec := ocitest.URL(t)
+	u, err := url.Parse(spec)
+	if err != nil || u.Scheme != "oci+http" {
+		t.Skipf("the test registry is %s; this test proxies it over plain http", spec)
+	}
+	var corrupt atomic.Bool
+	target := &url.URL{Scheme: "http", Host: u.Host}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.ModifyResponse = func(resp *http.Response) error {
+		if corrupt.Load() && resp.Request.Method == http.MethodGet && strings.Contains(resp.Request.URL.Path, "/blobs/") {
+			body, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				return err
+			}
+			body[len(body)-1] ^= 1
+			resp.Body = io.NopCloser(bytes.NewReader(body))
+		}
+		return nil
+	}
+	front := httptest.NewServer(proxy)
+	defer front.Close()
+	blobs, err := hubserver.OpenBlobs(ctx, "oci+http://"+front.Listener.Addr().String()+u.Path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs fixture.SyncBuffer
+	h := hubtest.StartWith(t, func(o *hubserver.Options) {
+		o.Blobs = blobs
+		o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	})
+	dave, key := h.Publisher(t, "dave")
+	v := publish(t, dave, key, "dave/x", "1.0.0")
+	corrupt.Store(true)
+	if err := streamDownload(http.DefaultTransport, h.URL, "dave/x", int(v.WasmSize)); err == nil {
+		t.Error("a bundle from a corrupt registry was served whole")
+	}
+	if _, err := h.Client(t, "").Fetch(ctx, "dave/x", "1.0.0", hubclient.FetchOptions{}); err == nil {
+		t.Error("a station fetched a bundle from a corrupt registry")
+	}
+	if l := logs.String(); !strings.Contains(l, "the registry sent other bytes") {
+		t.Errorf("the hub did not log the corruption:\n%s", l)
 	}
 }
