@@ -568,42 +568,36 @@ func (t pgTx) lockName(ctx context.Context, kind, name string) error {
 	return lockName(ctx, t.q, kind, name)
 }
 
-// lockReport locks the report's row (SELECT ... FOR UPDATE).
+// lockReport locks the report's row (FOR UPDATE).
 func (t pgTx) lockReport(ctx context.Context, id string) error {
-	if !t.write {
-		return nil
-	}
-	var one int
-	err := t.q.QueryRow(ctx, `SELECT 1 FROM reports WHERE id = $1 FOR UPDATE`, id).Scan(&one)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return ErrNotFound
-	}
-	if err != nil {
-		return fmt.Errorf("lock report %s: %w", id, err)
-	}
-	return nil
+	return t.lockRow(ctx, `SELECT 1 FROM reports WHERE id = $1 FOR UPDATE`, "report", id, ErrNotFound)
 }
 
-// lockAdvisory locks the advisory's row (SELECT ... FOR UPDATE); one that
-// does not exist is left to the read after it to find out.
+// lockAdvisory locks the advisory's row (FOR UPDATE); one that does not
+// exist is left to the read after it to find out.
 func (t pgTx) lockAdvisory(ctx context.Context, id string) error {
-	if !t.write {
-		return nil
-	}
-	if _, err := t.q.Exec(ctx, `SELECT 1 FROM advisories WHERE id = $1 FOR UPDATE`, id); err != nil {
-		return fmt.Errorf("lock advisory %s: %w", id, err)
-	}
-	return nil
+	return t.lockRow(ctx, `SELECT 1 FROM advisories WHERE id = $1 FOR UPDATE`, "advisory", id, nil)
 }
 
 // lockAccount takes a share lock on the account's row (FOR SHARE): a
 // change of its admin flag waits for the commit.
 func (t pgTx) lockAccount(ctx context.Context, name string) error {
+	return t.lockRow(ctx, `SELECT 1 FROM accounts WHERE name = $1 FOR SHARE`, "account", name, nil)
+}
+
+// lockRow runs query, which locks the row of what key (in a write
+// transaction only), and returns missing when there is no such row.
+func (t pgTx) lockRow(ctx context.Context, query, what, key string, missing error) error {
 	if !t.write {
 		return nil
 	}
-	if _, err := t.q.Exec(ctx, `SELECT 1 FROM accounts WHERE name = $1 FOR SHARE`, name); err != nil {
-		return fmt.Errorf("read account: %w", err)
+	var one int
+	err := t.q.QueryRow(ctx, query, key).Scan(&one)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return missing
+	}
+	if err != nil {
+		return fmt.Errorf("lock %s %s: %w", what, key, err)
 	}
 	return nil
 }
@@ -778,37 +772,11 @@ func (p *Postgres) Publish(ctx context.Context, v Version) (hub.Event, error) {
 }
 
 func (p *Postgres) Module(ctx context.Context, id string) (hub.Module, error) {
-	m := hub.Module{ID: id}
-	var created, updated int64
-	err := p.pool.QueryRow(ctx, `SELECT owner, description, latest, created_at, updated_at FROM modules WHERE id = $1`, id).
-		Scan(&m.Owner, &m.Description, &m.Latest, &created, &updated)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return hub.Module{}, ErrNotFound
-	}
-	if err != nil {
-		return hub.Module{}, fmt.Errorf("read module: %w", err)
-	}
-	m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
-	m.Versions, err = pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Version, error) {
-		v, err := scanVersion(r)
-		return v.Version, err
-	}, `SELECT `+versionColumns+` FROM versions WHERE module = $1`, id)
-	if err != nil {
-		return hub.Module{}, fmt.Errorf("list versions: %w", err)
-	}
-	slices.SortFunc(m.Versions, func(a, b hub.Version) int { return hub.CompareVersions(b.Version, a.Version) })
-	return m, nil
+	return readModule(ctx, pgTx{q: p.pool}, id)
 }
 
 func (p *Postgres) Version(ctx context.Context, module, version string) (Version, error) {
-	v, err := scanVersion(p.pool.QueryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = $1 AND version = $2`, module, version))
-	if errors.Is(err, pgx.ErrNoRows) {
-		return Version{}, ErrNotFound
-	}
-	if err != nil {
-		return Version{}, fmt.Errorf("read version: %w", err)
-	}
-	return v, nil
+	return readVersion(ctx, pgTx{q: p.pool}, module, version)
 }
 
 func (p *Postgres) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
@@ -852,53 +820,15 @@ func (p *Postgres) CreateTeam(ctx context.Context, name, owner string, at time.T
 }
 
 func (p *Postgres) Team(ctx context.Context, name string) (hub.Team, error) {
-	t := hub.Team{Name: name}
-	var created int64
-	err := p.pool.QueryRow(ctx, `SELECT created_at, revision FROM teams WHERE name = $1`, name).Scan(&created, &t.Revision)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return hub.Team{}, ErrNotFound
-	}
-	if err != nil {
-		return hub.Team{}, fmt.Errorf("read team: %w", err)
-	}
-	t.CreatedAt = sqldb.FromNanos(created)
-	t.Members, err = pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Member, error) {
-		var m hub.Member
-		var at int64
-		err := r.Scan(&m.Account, &m.Role, &at)
-		m.JoinedAt = sqldb.FromNanos(at)
-		return m, err
-	}, `SELECT account, role, joined_at FROM members WHERE team = $1 ORDER BY joined_at, account`, name)
-	if err != nil {
-		return hub.Team{}, fmt.Errorf("list members: %w", err)
-	}
-	return t, nil
+	return readTeam(ctx, pgTx{q: p.pool}, name)
 }
 
 func (p *Postgres) TeamsOf(ctx context.Context, account string) ([]hub.Team, error) {
-	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (hub.Team, error) {
-		var t hub.Team
-		var at int64
-		err := r.Scan(&t.Name, &t.Role, &t.Revision, &at)
-		t.CreatedAt = sqldb.FromNanos(at)
-		return t, err
-	}, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = $1 ORDER BY t.name`, account)
-	if err != nil {
-		return nil, fmt.Errorf("list teams: %w", err)
-	}
-	return out, nil
+	return teamsOf(ctx, pgTx{q: p.pool}, account)
 }
 
 func (p *Postgres) Members(ctx context.Context, team string) ([]string, error) {
-	out, err := pgAll(ctx, p.pool, func(r sqldb.Scanner) (string, error) {
-		var a string
-		err := r.Scan(&a)
-		return a, err
-	}, `SELECT account FROM members WHERE team = $1`, team)
-	if err != nil {
-		return nil, fmt.Errorf("list members: %w", err)
-	}
-	return out, nil
+	return members(ctx, pgTx{q: p.pool}, team)
 }
 
 func (p *Postgres) AddInvite(ctx context.Context, inv Invite) error {
@@ -958,23 +888,7 @@ func (p *Postgres) RemoveMember(ctx context.Context, team, account, actor string
 }
 
 func (p *Postgres) Lockfile(ctx context.Context, team string) (hub.TeamLockfile, error) {
-	tl := hub.TeamLockfile{Team: team}
-	var data []byte
-	var at int64
-	err := p.pool.QueryRow(ctx, `SELECT revision, lockfile, updated_at, updated_by FROM teams WHERE name = $1`, team).Scan(&tl.Revision, &data, &at, &tl.UpdatedBy)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return hub.TeamLockfile{}, ErrNotFound
-	}
-	if err != nil {
-		return hub.TeamLockfile{}, fmt.Errorf("read lockfile: %w", err)
-	}
-	if at != 0 {
-		tl.UpdatedAt = sqldb.FromNanos(at)
-	}
-	if err := json.Unmarshal(data, &tl.Lockfile); err != nil {
-		return hub.TeamLockfile{}, fmt.Errorf("decode stored lockfile of %s: %w", team, err)
-	}
-	return tl, nil
+	return readLockfile(ctx, pgTx{q: p.pool}, team)
 }
 
 func (p *Postgres) PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error) {

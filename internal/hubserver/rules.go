@@ -466,3 +466,110 @@ func pushLockfile(ctx context.Context, q ruleTx, team string, base int64, l hub.
 	}
 	return hub.TeamLockfile{Team: team, Revision: base + 1, Lockfile: l, UpdatedAt: at.UTC(), UpdatedBy: actor}, ev, nil
 }
+
+// Reads of modules and teams, the same in both stores (on the pool: they
+// lock nothing).
+
+func readModule(ctx context.Context, q ruleTx, id string) (hub.Module, error) {
+	m := hub.Module{ID: id}
+	var created, updated int64
+	err := q.queryRow(ctx, `SELECT owner, description, latest, created_at, updated_at FROM modules WHERE id = ?`, id).
+		Scan(&m.Owner, &m.Description, &m.Latest, &created, &updated)
+	if isNoRows(err) {
+		return hub.Module{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Module{}, fmt.Errorf("read module: %w", err)
+	}
+	m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
+	m.Versions, err = all(ctx, q, func(r sqldb.Scanner) (hub.Version, error) {
+		v, err := scanVersion(r)
+		return v.Version, err
+	}, `SELECT `+versionColumns+` FROM versions WHERE module = ?`, id)
+	if err != nil {
+		return hub.Module{}, fmt.Errorf("list versions: %w", err)
+	}
+	slices.SortFunc(m.Versions, func(a, b hub.Version) int { return hub.CompareVersions(b.Version, a.Version) })
+	return m, nil
+}
+
+func readVersion(ctx context.Context, q ruleTx, module, version string) (Version, error) {
+	v, err := scanVersion(q.queryRow(ctx, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version))
+	if isNoRows(err) {
+		return Version{}, ErrNotFound
+	}
+	if err != nil {
+		return Version{}, fmt.Errorf("read version: %w", err)
+	}
+	return v, nil
+}
+
+func readTeam(ctx context.Context, q ruleTx, name string) (hub.Team, error) {
+	t := hub.Team{Name: name}
+	var created int64
+	err := q.queryRow(ctx, `SELECT created_at, revision FROM teams WHERE name = ?`, name).Scan(&created, &t.Revision)
+	if isNoRows(err) {
+		return hub.Team{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.Team{}, fmt.Errorf("read team: %w", err)
+	}
+	t.CreatedAt = sqldb.FromNanos(created)
+	t.Members, err = all(ctx, q, func(r sqldb.Scanner) (hub.Member, error) {
+		var m hub.Member
+		var at int64
+		err := r.Scan(&m.Account, &m.Role, &at)
+		m.JoinedAt = sqldb.FromNanos(at)
+		return m, err
+	}, `SELECT account, role, joined_at FROM members WHERE team = ? ORDER BY joined_at, account`, name)
+	if err != nil {
+		return hub.Team{}, fmt.Errorf("list members: %w", err)
+	}
+	return t, nil
+}
+
+func teamsOf(ctx context.Context, q ruleTx, account string) ([]hub.Team, error) {
+	out, err := all(ctx, q, func(r sqldb.Scanner) (hub.Team, error) {
+		var t hub.Team
+		var at int64
+		err := r.Scan(&t.Name, &t.Role, &t.Revision, &at)
+		t.CreatedAt = sqldb.FromNanos(at)
+		return t, err
+	}, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = ? ORDER BY t.name`, account)
+	if err != nil {
+		return nil, fmt.Errorf("list teams: %w", err)
+	}
+	return out, nil
+}
+
+func members(ctx context.Context, q ruleTx, team string) ([]string, error) {
+	out, err := all(ctx, q, func(r sqldb.Scanner) (string, error) {
+		var a string
+		err := r.Scan(&a)
+		return a, err
+	}, `SELECT account FROM members WHERE team = ?`, team)
+	if err != nil {
+		return nil, fmt.Errorf("list members: %w", err)
+	}
+	return out, nil
+}
+
+func readLockfile(ctx context.Context, q ruleTx, team string) (hub.TeamLockfile, error) {
+	tl := hub.TeamLockfile{Team: team}
+	var data []byte
+	var at int64
+	err := q.queryRow(ctx, `SELECT revision, lockfile, updated_at, updated_by FROM teams WHERE name = ?`, team).Scan(&tl.Revision, &data, &at, &tl.UpdatedBy)
+	if isNoRows(err) {
+		return hub.TeamLockfile{}, ErrNotFound
+	}
+	if err != nil {
+		return hub.TeamLockfile{}, fmt.Errorf("read lockfile: %w", err)
+	}
+	if at != 0 {
+		tl.UpdatedAt = sqldb.FromNanos(at)
+	}
+	if err := json.Unmarshal(data, &tl.Lockfile); err != nil {
+		return hub.TeamLockfile{}, fmt.Errorf("decode stored lockfile of %s: %w", team, err)
+	}
+	return tl, nil
+}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -461,37 +460,11 @@ func (s *SQLite) Publish(ctx context.Context, v Version) (hub.Event, error) {
 }
 
 func (s *SQLite) Module(ctx context.Context, id string) (hub.Module, error) {
-	m := hub.Module{ID: id}
-	var created, updated int64
-	err := s.db.QueryRowContext(ctx, `SELECT owner, description, latest, created_at, updated_at FROM modules WHERE id = ?`, id).
-		Scan(&m.Owner, &m.Description, &m.Latest, &created, &updated)
-	if errors.Is(err, sql.ErrNoRows) {
-		return hub.Module{}, ErrNotFound
-	}
-	if err != nil {
-		return hub.Module{}, fmt.Errorf("read module: %w", err)
-	}
-	m.CreatedAt, m.UpdatedAt = sqldb.FromNanos(created), sqldb.FromNanos(updated)
-	m.Versions, err = sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Version, error) {
-		v, err := scanVersion(r)
-		return v.Version, err
-	}, `SELECT `+versionColumns+` FROM versions WHERE module = ?`, id)
-	if err != nil {
-		return hub.Module{}, fmt.Errorf("list versions: %w", err)
-	}
-	slices.SortFunc(m.Versions, func(a, b hub.Version) int { return hub.CompareVersions(b.Version, a.Version) })
-	return m, nil
+	return readModule(ctx, sqliteTx{s.db}, id)
 }
 
 func (s *SQLite) Version(ctx context.Context, module, version string) (Version, error) {
-	v, err := sqldb.QueryOne(ctx, s.db, scanVersion, `SELECT `+versionColumns+` FROM versions WHERE module = ? AND version = ?`, module, version)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Version{}, ErrNotFound
-	}
-	if err != nil {
-		return Version{}, fmt.Errorf("read version: %w", err)
-	}
-	return v, nil
+	return readVersion(ctx, sqliteTx{s.db}, module, version)
 }
 
 func (s *SQLite) SetYanked(ctx context.Context, module, version string, yanked bool, reason, actor string, at time.Time) (hub.Version, *hub.Event, error) {
@@ -533,53 +506,15 @@ func (s *SQLite) CreateTeam(ctx context.Context, name, owner string, at time.Tim
 }
 
 func (s *SQLite) Team(ctx context.Context, name string) (hub.Team, error) {
-	t := hub.Team{Name: name}
-	var created int64
-	err := s.db.QueryRowContext(ctx, `SELECT created_at, revision FROM teams WHERE name = ?`, name).Scan(&created, &t.Revision)
-	if errors.Is(err, sql.ErrNoRows) {
-		return hub.Team{}, ErrNotFound
-	}
-	if err != nil {
-		return hub.Team{}, fmt.Errorf("read team: %w", err)
-	}
-	t.CreatedAt = sqldb.FromNanos(created)
-	t.Members, err = sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Member, error) {
-		var m hub.Member
-		var at int64
-		err := r.Scan(&m.Account, &m.Role, &at)
-		m.JoinedAt = sqldb.FromNanos(at)
-		return m, err
-	}, `SELECT account, role, joined_at FROM members WHERE team = ? ORDER BY joined_at, account`, name)
-	if err != nil {
-		return hub.Team{}, fmt.Errorf("list members: %w", err)
-	}
-	return t, nil
+	return readTeam(ctx, sqliteTx{s.db}, name)
 }
 
 func (s *SQLite) TeamsOf(ctx context.Context, account string) ([]hub.Team, error) {
-	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (hub.Team, error) {
-		var t hub.Team
-		var at int64
-		err := r.Scan(&t.Name, &t.Role, &t.Revision, &at)
-		t.CreatedAt = sqldb.FromNanos(at)
-		return t, err
-	}, `SELECT t.name, m.role, t.revision, t.created_at FROM members m JOIN teams t ON t.name = m.team WHERE m.account = ? ORDER BY t.name`, account)
-	if err != nil {
-		return nil, fmt.Errorf("list teams: %w", err)
-	}
-	return out, nil
+	return teamsOf(ctx, sqliteTx{s.db}, account)
 }
 
 func (s *SQLite) Members(ctx context.Context, team string) ([]string, error) {
-	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (string, error) {
-		var a string
-		err := r.Scan(&a)
-		return a, err
-	}, `SELECT account FROM members WHERE team = ?`, team)
-	if err != nil {
-		return nil, fmt.Errorf("list members: %w", err)
-	}
-	return out, nil
+	return members(ctx, sqliteTx{s.db}, team)
 }
 
 func (s *SQLite) AddInvite(ctx context.Context, inv Invite) error {
@@ -639,23 +574,7 @@ func (s *SQLite) RemoveMember(ctx context.Context, team, account, actor string, 
 }
 
 func (s *SQLite) Lockfile(ctx context.Context, team string) (hub.TeamLockfile, error) {
-	tl := hub.TeamLockfile{Team: team}
-	var data []byte
-	var at int64
-	err := s.db.QueryRowContext(ctx, `SELECT revision, lockfile, updated_at, updated_by FROM teams WHERE name = ?`, team).Scan(&tl.Revision, &data, &at, &tl.UpdatedBy)
-	if errors.Is(err, sql.ErrNoRows) {
-		return hub.TeamLockfile{}, ErrNotFound
-	}
-	if err != nil {
-		return hub.TeamLockfile{}, fmt.Errorf("read lockfile: %w", err)
-	}
-	if at != 0 {
-		tl.UpdatedAt = sqldb.FromNanos(at)
-	}
-	if err := json.Unmarshal(data, &tl.Lockfile); err != nil {
-		return hub.TeamLockfile{}, fmt.Errorf("decode stored lockfile of %s: %w", team, err)
-	}
-	return tl, nil
+	return readLockfile(ctx, sqliteTx{s.db}, team)
 }
 
 func (s *SQLite) PushLockfile(ctx context.Context, team string, base int64, l hub.Lockfile, actor string, at time.Time) (hub.TeamLockfile, hub.Event, error) {
