@@ -116,11 +116,13 @@ func (r *relay) drain(ctx context.Context) error {
 					audience[m] = true
 				}
 			}
-			r.fanout(ev, audience)
+			// Counted before the fan-out: a stream that has the event
+			// finds it counted.
 			r.last = ev.Seq
 			r.fanned.Store(ev.Seq)
 			r.metrics.relayEvents.inc(labels{})
 			r.metrics.relayDelay.observe(labels{}, max(time.Since(ev.Time).Seconds(), 0))
+			r.fanout(ev, audience)
 		}
 		if len(evs) < relayPage {
 			return nil
