@@ -2,6 +2,7 @@ package hubclient_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -365,5 +366,84 @@ func TestSubscribeSlowHandler(t *testing.T) {
 		})
 	if fmt.Sprint(r.handled) != "[1 2]" || len(r.reasons) != 0 {
 		t.Errorf("handled %v, disconnects %q; want [1 2] on one stream", r.handled, r.reasons)
+	}
+}
+
+// TestSubscribeReconnectsWhenAsked: a hub that drains asks the station to
+// reconnect; the station ends the stream itself (the hub need not close
+// it), reconnects after the retry the hub asked for — not its backoff —
+// from its cursor, and says why to OnDisconnect. A hub that asks again
+// soon after is taken for a broken one: the backoff applies, so no hub can
+// make a station reconnect in a loop.
+func TestSubscribeReconnectsWhenAsked(t *testing.T) {
+	bodies := []string{
+		"retry: 2000\n\n" + event(1, "team.created") + ": bye\nevent: reconnect\nretry: 50\n\n",
+		"event: reconnect\nretry: 0\n\n",
+		event(2, "team.lockfile"),
+	}
+	type conn struct {
+		at          time.Time
+		lastEventID string
+	}
+	var mu sync.Mutex
+	var conns []conn
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		i := len(conns)
+		conns = append(conns, conn{time.Now(), r.Header.Get("Last-Event-ID")})
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		if i < len(bodies) {
+			fmt.Fprint(w, bodies[i])
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done() // the station ends the stream
+	}))
+	t.Cleanup(srv.Close)
+	c, err := hubclient.New(srv.URL, &http.Client{Transport: &http.Transport{}}, hubclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var got []int64
+	var reasons []error
+	err = c.Subscribe(ctx, hubclient.SubscribeOptions{
+		MinBackoff:   time.Second,
+		OnDisconnect: func(err error) { reasons = append(reasons, err) },
+	}, func(ev hub.Event) error {
+		got = append(got, ev.Seq)
+		if ev.Seq == 2 {
+			cancel()
+		}
+		return nil
+	})
+	if err != context.Canceled {
+		t.Fatalf("Subscribe = %v", err)
+	}
+	if fmt.Sprint(got) != "[1 2]" {
+		t.Errorf("handled %v, want [1 2]", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(conns) != 3 {
+		t.Fatalf("%d connections, want 3", len(conns))
+	}
+	for i, want := range []string{"0", "1", "1"} {
+		if conns[i].lastEventID != want {
+			t.Errorf("connection %d: Last-Event-ID %q, want %q", i, conns[i].lastEventID, want)
+		}
+	}
+	if d := conns[1].at.Sub(conns[0].at); d > 400*time.Millisecond {
+		t.Errorf("reconnected %s after the first request, want about its 50 ms (not the 1 s backoff)", d)
+	}
+	if d := conns[2].at.Sub(conns[1].at); d < 500*time.Millisecond {
+		t.Errorf("reconnected %s after a second request soon after the first, want the backoff (0.5 s or more)", d)
+	}
+	for i, r := range reasons[:2] {
+		if !errors.Is(r, hubclient.ErrReconnect) {
+			t.Errorf("disconnect %d: %v, want ErrReconnect", i, r)
+		}
 	}
 }
