@@ -70,6 +70,10 @@ func (r *Runner) Run(ctx context.Context) error {
 				}
 			},
 			OnDisconnect: func(err error) {
+				if errors.Is(err, hubclient.ErrReconnect) { // a node drains: routine, not a fault
+					log.Info("hub relay: the hub asked this station to reconnect (it drains); reconnecting", "hub", l.URL)
+					return
+				}
 				log.Warn("hub relay disconnected; reconnecting with backoff", "hub", l.URL, "reason", err.Error())
 			},
 		}, func(ev hub.Event) error { return r.handle(ctx, ev) })

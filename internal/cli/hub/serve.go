@@ -30,7 +30,11 @@ type ServeOptions struct {
 	Bootstrap string // --bootstrap-user
 	MaxWasm   string // --max-wasm, e.g. 64MiB
 	PublicURL string // --public-url
-	Limits    hubapi.Limits
+	Metrics   string // --metrics-addr
+	// DrainDelay and DrainTimeout shape the shutdown (--drain-delay,
+	// --drain-timeout).
+	DrainDelay, DrainTimeout time.Duration
+	Limits                   hubapi.Limits
 }
 
 // NewCmdServe returns `station hub serve`.
@@ -76,12 +80,22 @@ Serve listens on 127.0.0.1:7777 by default; put a TLS-terminating proxy in
 front of it to serve other machines (stations refuse plain http to anything
 but a loopback address). --public-url is the address stations reach it at
 through that proxy: the hub's security advisories name it and link the
-reports they come from under it (without it, they leave both out). Stop it
-with Ctrl-C or SIGTERM: event streams end at once (stations reconnect and
-catch up), other requests finish first.`,
+reports they come from under it (without it, they leave both out).
+
+For a load balancer and an operator: GET /healthz (the process serves) and
+/readyz (the database and the blob storage answer; 503 while draining) are
+on the same address; Prometheus metrics are served only on the operator's
+own listener, --metrics-addr (e.g. 127.0.0.1:9090), at /metrics.
+
+Stop it with Ctrl-C or SIGTERM: it drains. /readyz answers 503 at once and
+the hub keeps serving for --drain-delay (give the load balancer time to
+notice), then tells every event stream to reconnect (stations come back
+through the same URL, to another node, from their cursor), stops accepting
+connections and gives requests in flight --drain-timeout to finish.`,
 		Example: `  station hub serve --bootstrap-user dave
   station hub serve --addr 127.0.0.1:0 --data /srv/station-hub
   station hub serve --public-url https://hub.example.com
+  station hub serve --metrics-addr 127.0.0.1:9090 --drain-delay 5s
   STATION_HUB_DB=postgres://hub@db.internal/hub station hub serve
   STATION_HUB_OCI_USERNAME=hub STATION_HUB_OCI_PASSWORD=... station hub serve \
       --db postgres://hub@db.internal/hub --blobs oci://registry.internal/station/modules`,
@@ -99,6 +113,9 @@ catch up), other requests finish first.`,
 					return cmdutil.Usagef("--public-url: %w", err)
 				}
 			}
+			if opts.DrainDelay < 0 || opts.DrainTimeout <= 0 {
+				return cmdutil.Usagef("--drain-delay must be 0 or more and --drain-timeout more than 0")
+			}
 			if runF != nil {
 				return runF(opts)
 			}
@@ -112,6 +129,9 @@ catch up), other requests finish first.`,
 	c.Flags().StringVar(&opts.Bootstrap, "bootstrap-user", "", "create this account if it does not exist and print its token once")
 	c.Flags().StringVar(&opts.MaxWasm, "max-wasm", "", "largest module binary accepted, e.g. 64MiB (default 32MiB)")
 	c.Flags().StringVar(&opts.PublicURL, "public-url", "", "the hub's address as stations reach it, e.g. https://hub.example.com (advisories name it)")
+	c.Flags().StringVar(&opts.Metrics, "metrics-addr", "", "also serve Prometheus metrics at /metrics on this address, for the operator alone (default: no metrics)")
+	c.Flags().DurationVar(&opts.DrainDelay, "drain-delay", 0, "after SIGTERM, keep serving this long with /readyz answering 503, so the load balancer moves traffic away")
+	c.Flags().DurationVar(&opts.DrainTimeout, "drain-timeout", hubserver.DefaultDrainTimeout, "after the drain delay, how long requests in flight get to finish")
 	c.Flags().Float64Var(&opts.Limits.RatePerSecond, "rate", 0, fmt.Sprintf("sustained requests per second per account or client address (default %d)", hubserver.DefaultRatePerSecond))
 	c.Flags().IntVar(&opts.Limits.Burst, "burst", 0, fmt.Sprintf("requests allowed at once before --rate applies (default %d)", hubserver.DefaultBurst))
 	return c
@@ -171,13 +191,28 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 			fmt.Fprintln(opts.IO.Out, tok.Secret)
 		}
 	}
-	srv, err := hubserver.New(hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: opts.Limits, PublicURL: opts.PublicURL})
+	o := hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: opts.Limits, PublicURL: opts.PublicURL,
+		DrainDelay: opts.DrainDelay, DrainTimeout: opts.DrainTimeout}
+	if opts.Metrics != "" {
+		mln, err := net.Listen("tcp", opts.Metrics)
+		if err != nil {
+			return fmt.Errorf("listen on --metrics-addr %s: %w", opts.Metrics, err)
+		}
+		o.MetricsListener = mln
+	}
+	srv, err := hubserver.New(o)
 	if err != nil {
+		if o.MetricsListener != nil {
+			o.MetricsListener.Close()
+		}
 		return err
 	}
 	ln, err := net.Listen("tcp", opts.Addr)
 	if err != nil {
 		srv.Close()
+		if o.MetricsListener != nil {
+			o.MetricsListener.Close()
+		}
 		return fmt.Errorf("hub serve: %w", err)
 	}
 	where := "data " + dir
@@ -189,6 +224,9 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		}
 	}
 	fmt.Fprintf(errw, "hub listening on http://%s (%s, protocol %d)\n", ln.Addr(), where, hubapi.ProtocolVersion)
+	if o.MetricsListener != nil {
+		fmt.Fprintf(errw, "metrics on http://%s/metrics\n", o.MetricsListener.Addr())
+	}
 	if err := srv.Serve(ctx, ln); err != nil {
 		return fmt.Errorf("hub serve: %w", err)
 	}
