@@ -333,10 +333,7 @@ func continues(t *testing.T, stores ...hubserver.Store) {
 // there to SQLite again, and compares every read, from every cursor.
 func TestExportImportRoundTrip(t *testing.T) {
 	p := populate(t)
-	srcBlobs, err := hubserver.OpenBlobDir(filepath.Join(p.h.Dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcBlobs := p.h.Blobs
 	want, last := p.reads(t, p.h.Store)
 	if last < 20 {
 		t.Fatalf("the populated hub has %d events; populate made too little", last)
@@ -375,10 +372,7 @@ func TestExportImportRoundTrip(t *testing.T) {
 // serves: a write after the export's snapshot began is not in it.
 func TestExportImportSQLite(t *testing.T) {
 	p := populate(t)
-	srcBlobs, err := hubserver.OpenBlobDir(filepath.Join(p.h.Dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcBlobs := p.h.Blobs
 	want, _ := p.reads(t, p.h.Store)
 	var buf bytes.Buffer
 	var prog strings.Builder
@@ -510,10 +504,7 @@ func entryNamed(t *testing.T, entries []entry, name string) *entry {
 // real archive.
 func TestImportRefusesHostileArchives(t *testing.T) {
 	p := populate(t)
-	srcBlobs, err := hubserver.OpenBlobDir(filepath.Join(p.h.Dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcBlobs := p.h.Blobs
 	good, m := export(t, p.h.Store, srcBlobs, false)
 	fresh := func() []entry { return untar(t, good) }
 	v, err := p.h.Store.Version(ctx, "dave/x", "1.0.0")
@@ -726,10 +717,7 @@ func TestImportRefusesHostileArchives(t *testing.T) {
 // blob the target's store does not hold whole.
 func TestImportVerifies(t *testing.T) {
 	p := populate(t)
-	srcBlobs, err := hubserver.OpenBlobDir(filepath.Join(p.h.Dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcBlobs := p.h.Blobs
 	archive, m := export(t, p.h.Store, srcBlobs, false)
 	st, _, dir := openSQLite(t)
 	blobs := &losingBlobs{BlobDir: mustBlobDir(t, filepath.Join(dir, "blobs")), lose: m.Blobs[0].Digest}
@@ -767,10 +755,7 @@ func (b *losingBlobs) Open(c context.Context, digest string) (io.ReadCloser, err
 // and an export of the new hub holds what the old one's did.
 func TestExportImportOCI(t *testing.T) {
 	p := populate(t)
-	srcBlobs, err := hubserver.OpenBlobDir(filepath.Join(p.h.Dir, "blobs"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	srcBlobs := p.h.Blobs
 	want, _ := p.reads(t, p.h.Store)
 	archive, m1 := export(t, p.h.Store, srcBlobs, true)
 	pg, _ := openPostgres(t)
