@@ -68,7 +68,8 @@ const (
 	CodeReleaseExists        Code = 1608
 	CodeNotAdmin             Code = 1609
 
-	CodeInternal Code = 1500
+	CodeInternal    Code = 1500
+	CodeUnavailable Code = 1501
 )
 
 type codeInfo struct {
@@ -130,7 +131,8 @@ var codes = map[Code]codeInfo{
 	CodeReleaseExists:        {"release_exists", http.StatusConflict, "the station release is recorded already"},
 	CodeNotAdmin:             {"not_admin", http.StatusForbidden, "only a hub admin may do this"},
 
-	CodeInternal: {"internal", http.StatusInternalServerError, "the hub failed; its log has the detail under the request id the message names"},
+	CodeInternal:    {"internal", http.StatusInternalServerError, "the hub failed; its log has the detail under the request id the message names"},
+	CodeUnavailable: {"unavailable", http.StatusServiceUnavailable, "the hub's database or blob storage did not answer: retry after Retry-After seconds (a change is applied whole or not at all)"},
 }
 
 // String returns the code's name, e.g. "revision_conflict".

@@ -773,7 +773,7 @@ func (r *OCIRegistry) unreachable(err error) error {
 	var ne net.Error
 	var oe *net.OpError
 	if errors.As(err, &oe) || errors.As(err, &ne) {
-		return fmt.Errorf("registry %s is unreachable (%v): is it running, and is the host and port in the URL right?", r.public, err)
+		return unavailable(fmt.Errorf("registry %s is unreachable (%v): is it running, and is the host and port in the URL right?", r.public, err))
 	}
 	return fmt.Errorf("registry %s: %w", r.public, err)
 }
@@ -1042,7 +1042,9 @@ func (r *OCIRegistry) fail(op string, resp *http.Response) error {
 	case has("NAME_UNKNOWN"):
 		return fmt.Errorf("registry %s: %s: repository %s does not exist (%s); create it (or its project) in the registry, or choose another", r.public, op, r.repo, said)
 	case resp.StatusCode == http.StatusTooManyRequests:
-		return fmt.Errorf("registry %s: %s: rate-limited (%s); retry later, or raise the registry's limit for the hub's account", r.public, op, said)
+		return unavailable(fmt.Errorf("registry %s: %s: rate-limited (%s); retry later, or raise the registry's limit for the hub's account", r.public, op, said))
+	case resp.StatusCode >= 500:
+		return unavailable(fmt.Errorf("registry %s: %s: %s", r.public, op, said))
 	}
 	return fmt.Errorf("registry %s: %s: %s", r.public, op, said)
 }

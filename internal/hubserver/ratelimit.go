@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -32,6 +33,7 @@ type limiter struct {
 	// still limited, per node) and the failure is logged.
 	shared SharedLimits
 	log    *slog.Logger
+	warned atomic.Int64 // when the failure of shared was last logged, Unix nanoseconds
 
 	mu        sync.Mutex
 	buckets   map[string]*rate.Limiter
@@ -78,7 +80,11 @@ func (l *limiter) allow(ctx context.Context, key string) (bool, time.Duration) {
 	case ctx.Err() != nil: // the client went away
 		return false, time.Second
 	}
-	l.log.Warn("rate limit: the shared buckets failed; this node's own decided", "err", err)
+	// Once per minute at most: while the database is down every request
+	// gets here, and the requests' own failures are logged already.
+	if last := l.warned.Load(); now.UnixNano()-last > int64(time.Minute) && l.warned.CompareAndSwap(last, now.UnixNano()) {
+		l.log.Warn("rate limit: the shared buckets failed; this node's own decide (logged once a minute while it lasts)", "err", err)
+	}
 	return true, 0
 }
 

@@ -488,12 +488,17 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) writeError(c *call, err error) {
 	var he *hub.Error
 	if !errors.As(err, &he) {
-		he = hub.Errorf(hub.CodeInternal, "the hub failed (request %s); nothing was changed", c.id)
+		if isUnavailable(err) && c.ctx.Err() == nil {
+			he = hub.Errorf(hub.CodeUnavailable, "the hub's database or blob storage did not answer (request %s): retry in %d s; a change is applied whole or not at all", c.id, retryUnavailable)
+			he.RetryAfter = retryUnavailable
+		} else {
+			he = hub.Errorf(hub.CodeInternal, "the hub failed (request %s); nothing was changed", c.id)
+		}
 	}
 	if he.Name == "" {
 		he.Name = he.Code.String()
 	}
-	if he.Code == hub.CodeInternal {
+	if he.Code == hub.CodeInternal || he.Code == hub.CodeUnavailable {
 		s.metrics.internal.inc(labels{c.w.route})
 	}
 	if he.RetryAfter > 0 {
@@ -545,7 +550,11 @@ func (s *Server) logRequest(c *call, start time.Time, err error) {
 			level = slog.LevelError
 		}
 	case err != nil:
-		attrs = append(attrs, slog.Int("code", int(hub.CodeInternal)), slog.String("err", err.Error()))
+		code := hub.CodeInternal
+		if status == http.StatusServiceUnavailable {
+			code = hub.CodeUnavailable // writeError found a backend that did not answer
+		}
+		attrs = append(attrs, slog.Int("code", int(code)), slog.String("err", err.Error()))
 		level = slog.LevelError
 	}
 	s.log.LogAttrs(c.ctx, level, "request", attrs...)

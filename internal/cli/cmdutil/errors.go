@@ -84,6 +84,8 @@ func Hint(err error) string {
 	switch hub.CodeOf(err) {
 	case hub.CodeUnauthenticated:
 		return "log in again: station hub login --url URL"
+	case hub.CodeUnavailable:
+		return "the hub could not reach its database or storage: retry in a few seconds; if it lasts, tell the hub's operator (the hub's log has the cause under the request id)"
 	case hub.CodeNotTeamOwner:
 		return "ask an owner of the team to push, or to make you an owner"
 	case hub.CodeTeamNotFound:
