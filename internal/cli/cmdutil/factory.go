@@ -74,7 +74,34 @@ func New(streams IOStreams) *Factory {
 	if streams.In == nil {
 		streams.In = strings.NewReader("")
 	}
+	// A command writes from several goroutines at once (a workflow's
+	// progress beside its modules' log lines, which have locks of their
+	// own): each stream takes one lock per write, so that no writer —
+	// a file, a pipe, a test's buffer — sees two at once.
+	streams.Out, streams.Err = lockWriter(streams.Out), lockWriter(streams.Err)
 	return &Factory{IO: streams}
+}
+
+// lockedWriter serializes the writes to w.
+type lockedWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func lockWriter(w io.Writer) io.Writer {
+	if w == nil {
+		return nil
+	}
+	if _, ok := w.(*lockedWriter); ok {
+		return w
+	}
+	return &lockedWriter{w: w}
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
 
 // Close closes every station the command opened (flushing its audit log)
