@@ -33,3 +33,10 @@ bench:
 	done
 	@echo "== medians of $(ROUNDS) runs ($(BENCHOUT))" >&2
 	@cd bench && go tool benchstat ../$(BENCHOUT)
+
+# The hub at scale (BENCHMARKS.md "The hub at scale"): the relay's fan-out
+# of one publish to 1,000 and 5,000 event streams, on one SQLite hub and on
+# two PostgreSQL nodes, and publish and install, side by side in one run.
+.PHONY: bench-hub
+bench-hub:
+	STATION_BENCH_HUB=1 go test -run '^$$' -bench 'BenchmarkRelayFanout|BenchmarkPublishAndInstall|BenchmarkClusterPush' -benchtime $(or $(HUBBENCHTIME),10x) -timeout 30m ./internal/hubserver/

@@ -227,14 +227,14 @@ type nodeProcess struct {
 
 // startNodeProcess runs a hub node in a process of its own (this test
 // binary again), so that it can be killed.
-func startNodeProcess(t *testing.T, dsn, blobs string) *nodeProcess {
+func startNodeProcess(t testing.TB, dsn, blobs string, env ...string) *nodeProcess {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command(exe, "-test.run=^$")
-	cmd.Env = append(os.Environ(), hubserver.EnvTestNode+"="+dsn+"\n"+blobs)
+	cmd.Env = append(append(os.Environ(), env...), hubserver.EnvTestNode+"="+dsn+"\n"+blobs)
 	cmd.Stderr = os.Stderr
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -267,7 +267,7 @@ func startNodeProcess(t *testing.T, dsn, blobs string) *nodeProcess {
 }
 
 // kill kills the node with SIGKILL and waits for it.
-func (p *nodeProcess) kill(t *testing.T) {
+func (p *nodeProcess) kill(t testing.TB) {
 	if p.cmd.ProcessState != nil {
 		return
 	}
