@@ -3,6 +3,7 @@ package hubserver_test
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,6 +21,7 @@ import (
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
+	"github.com/station-dev/station/internal/hubserver/ocitest"
 	"github.com/station-dev/station/internal/hubserver/pgtest"
 )
 
@@ -28,15 +30,16 @@ import (
 // connected to another, the rate limits hold across nodes, and a node
 // killed outright loses nothing.
 
-// node runs a hub on the shared database dsn and blob directory blobs, in
-// this process, for the rest of the test.
+// node runs a hub on the shared database dsn and blob storage blobs (a
+// directory or an OCI registry's URL), in this process, for the rest of
+// the test.
 func node(t testing.TB, dsn, blobs string, configure func(*hubserver.Options)) *hubtest.Hub {
 	t.Helper()
 	st, err := hubserver.OpenPostgres(context.Background(), dsn)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := hubserver.OpenBlobDir(blobs)
+	b, err := hubserver.OpenBlobs(context.Background(), blobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +65,7 @@ func node(t testing.TB, dsn, blobs string, configure func(*hubserver.Options)) *
 		}
 		st.Close()
 	})
-	return &hubtest.Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Dir: filepath.Dir(blobs)}
+	return &hubtest.Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Blobs: b, Dir: filepath.Dir(blobs)}
 }
 
 // cluster starts n nodes on a fresh database of the test's own.
@@ -118,7 +121,7 @@ func TestClusterRelayCrossesNodes(t *testing.T) {
 			}
 			// Without the cross-node wake-up a node would learn of the
 			// other's commits only on its idle check, 30 s later.
-			if took := time.Since(pushed); took > 5*time.Second {
+			if took := time.Since(pushed); took > time.Second {
 				t.Errorf("revision %d reached %s's station %s after the push", rev+1, name, took)
 			}
 		}
@@ -397,5 +400,88 @@ func benchPush(b *testing.B, at, on *hubtest.Hub, stations int) {
 				b.Fatalf("got %+v", ev)
 			}
 		}
+	}
+}
+
+// TestClusterPublishOnOneInstallOnAnother: two nodes on one database and
+// one OCI registry: a module published through one node is fetched,
+// verified, through the other, and the registry holds it as an artifact.
+func TestClusterPublishOnOneInstallOnAnother(t *testing.T) {
+	dsn, reg := pgtest.DSN(t), ocitest.URL(t)
+	n1, n2 := node(t, dsn, reg, nil), node(t, dsn, reg, nil)
+	dave, signer := n1.Publisher(t, "dave")
+	v := publish(t, dave, signer, "dave/x", "1.0.0")
+	erin := n2.Client(t, n2.Account(t, "erin"))
+	pkg, err := erin.Fetch(ctx, "dave/x", "1.0.0", hubclient.FetchOptions{})
+	if err != nil {
+		t.Fatalf("fetch through the other node: %v", err)
+	}
+	if got := hub.Digest(pkg.Wasm); got != v.WasmDigest {
+		t.Errorf("the other node served wasm %s, want %s", got, v.WasmDigest)
+	}
+	if _, ok := n2.Blobs.(*hubserver.OCIRegistry); !ok {
+		t.Errorf("the nodes keep blobs in %T, want the registry", n2.Blobs)
+	}
+}
+
+// TestClusterNodeKilledMidPublish: a node is killed (SIGKILL) while a
+// publish's body is still arriving. The publish leaves nothing: no
+// version, no stored blob (only an upload in progress, which the blob
+// directory drops once stale and a registry's garbage collection takes),
+// and the same version publishes whole through the other node.
+func TestClusterNodeKilledMidPublish(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a hub process")
+	}
+	dsn, blobs := pgtest.DSN(t), filepath.Join(t.TempDir(), "blobs")
+	survivor := node(t, dsn, blobs, nil)
+	doomed := startNodeProcess(t, dsn, blobs)
+	dave, signer := survivor.Publisher(t, "dave")
+	token := tokenOf(t, survivor, "dave")
+	before := blobCount(t, survivor)
+
+	b, err := hubclient.NewBundle(hubtest.Manifest("dave/big", "1.0.0"), hubtest.Wasm(strings.Repeat("w", 4<<20)), signer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	req, _ := http.NewRequest("POST", "http://"+doomed.addr+"/v1/modules", pr)
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	answered := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+			err = fmt.Errorf("the publish was answered %s", resp.Status)
+		}
+		answered <- err
+	}()
+	if _, err := pw.Write(body[:len(body)*2/3]); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(300 * time.Millisecond) // the node is receiving the wasm
+	doomed.kill(t)
+	pw.Close()
+	if err := within(t, answered, "the publish to end"); err == nil || strings.Contains(err.Error(), "answered") {
+		t.Fatalf("the publish to the killed node: %v, want its connection broken", err)
+	}
+
+	if _, err := survivor.Store.Version(ctx, "dave/big", "1.0.0"); !errors.Is(err, hubserver.ErrNotFound) {
+		t.Errorf("after the node died mid-publish the version is there (%v)", err)
+	}
+	if n := blobCount(t, survivor) - before; n > 1 {
+		// the upload in progress (.tmp-…) may stay until it is stale
+		t.Errorf("the killed publish left %d files among the blobs, want at most its upload in progress", n)
+	}
+	if _, err := dave.Publish(ctx, b); err != nil {
+		t.Fatalf("the same version through the other node: %v", err)
+	}
+	if v, err := survivor.Store.Version(ctx, "dave/big", "1.0.0"); err != nil || v.WasmDigest != hub.Digest(b.Wasm) {
+		t.Errorf("after the publish through the survivor: %+v, %v", v, err)
 	}
 }
