@@ -137,7 +137,9 @@ var ociRepository = regexp.MustCompile(`^[a-z0-9]+((\.|_|__|-+)[a-z0-9]+)*(/[a-z
 func parseOCIURL(raw string) (origin, repo string, user *url.Userinfo, err error) {
 	u, err := url.Parse(raw)
 	if err != nil {
-		return "", "", nil, fmt.Errorf("OCI registry URL: %w", err)
+		// url's parse errors quote the URL, password included: say only
+		// that it did not parse.
+		return "", "", nil, errors.New("OCI registry URL does not parse: want oci://host[:port]/repository (a password with %, a space or a quote must be percent-encoded; better, give it in $STATION_HUB_OCI_PASSWORD)")
 	}
 	var scheme string
 	switch u.Scheme {
