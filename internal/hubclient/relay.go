@@ -157,6 +157,7 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 	backoff := o.MinBackoff
 	var prompted time.Time // when a request to reconnect was last honoured at once
 	for {
+		from, started := cursor, time.Now()
 		connected, err := c.stream(ctx, &cursor, o, fn)
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -168,8 +169,17 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 		if o.OnDisconnect != nil {
 			o.OnDisconnect(err)
 		}
+		var rc *reconnectError
+		asked := errors.As(err, &rc)
+		prompt := asked && (prompted.IsZero() || time.Since(prompted) >= promptEvery)
+		// A stream that served (delivered an event, or stayed up a
+		// while) starts the backoff afresh. One that ended at once does
+		// not — whether it broke, was malformed or asked for a reconnect
+		// too soon — so a hub that ends every stream at once is retried
+		// ever more slowly, never in a loop.
 		var bad *badStreamError
-		if connected && !errors.As(err, &bad) {
+		served := cursor != from || time.Since(started) >= promptEvery
+		if connected && served && !errors.As(err, &bad) && (!asked || prompt) {
 			backoff = o.MinBackoff
 		}
 		wait := backoff/2 + rand.N(backoff/2+1)
@@ -177,8 +187,6 @@ func (c *Client) Subscribe(ctx context.Context, o SubscribeOptions, fn func(hub.
 		if errors.As(err, &re) && re.RetryAfter > 0 {
 			wait = max(wait, time.Duration(re.RetryAfter)*time.Second)
 		}
-		var rc *reconnectError
-		prompt := errors.As(err, &rc) && (prompted.IsZero() || time.Since(prompted) >= promptEvery)
 		if prompt {
 			// The hub drains: its stream moves to another hub process
 			// behind the same URL. That is no failure to back off from.

@@ -447,3 +447,37 @@ func TestSubscribeReconnectsWhenAsked(t *testing.T) {
 		}
 	}
 }
+
+// TestSubscribeIsNoLoopForAHubThatAlwaysAsksToReconnect: a hub (hostile,
+// or a draining node the balancer keeps choosing) that answers every
+// stream with a reconnect request at once is followed promptly once, then
+// with a backoff that grows: over 3 seconds a handful of connections, not
+// one every half second.
+func TestSubscribeIsNoLoopForAHubThatAlwaysAsksToReconnect(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		conns.Add(1)
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		fmt.Fprint(w, "event: reconnect\nretry: 0\n\n")
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	c, err := hubclient.New(srv.URL, &http.Client{Transport: &http.Transport{}}, hubclient.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	err = c.Subscribe(ctx, hubclient.SubscribeOptions{MinBackoff: 200 * time.Millisecond}, func(hub.Event) error { return nil })
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Subscribe = %v", err)
+	}
+	// Prompt once, then waits of 0.1–0.2, 0.2–0.4, 0.4–0.8, 0.8–1.6 s:
+	// at most 6 connections in 3 s. Resetting the backoff on each (the
+	// loop) would make 10 or more.
+	if n := conns.Load(); n > 6 {
+		t.Errorf("%d connections in 3 s to a hub that asks to reconnect at once each time, want the backoff to grow (at most 6)", n)
+	}
+}
