@@ -31,14 +31,19 @@ func (s *Server) publish(c *call) error {
 		return fmt.Errorf("publish: %w", err)
 	}
 	defer wasm.Abort() // nothing once committed
-	b, err := decodeBundle(http.MaxBytesReader(c.w, c.r.Body, c.body), wasm, s.limits.MaxWasmBytes)
+	b, err := decodeBundle(clientReader{http.MaxBytesReader(c.w, c.r.Body, c.body)}, wasm, s.limits.MaxWasmBytes)
 	var mbe *http.MaxBytesError
 	var be *bundleError
+	var ce clientError
 	switch {
 	case errors.As(err, &mbe):
 		return hub.Errorf(hub.CodeTooLarge, "the request body is larger than %d bytes, the most %s %s accepts", c.body, c.r.Method, c.r.URL.Path)
 	case errors.As(err, &be):
 		return be.err
+	case errors.As(err, &ce):
+		// The client's connection broke off mid-body: its fault, not a
+		// backend's (a broken read looks alike from either).
+		return hub.Errorf(hub.CodeBadRequest, "the request body broke off: %s", clip(ce.Error()))
 	case err != nil:
 		return fmt.Errorf("publish: %w", err)
 	}
@@ -283,3 +288,24 @@ func (s *Server) setYanked(c *call, yanked bool, reason string) error {
 	s.reply(c, http.StatusOK, v)
 	return nil
 }
+
+// clientReader marks the errors of reading a request's body as the
+// client's (clientError), so that they are never taken for a backend's
+// that did not answer.
+type clientReader struct{ r io.Reader }
+
+func (c clientReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if err != nil && err != io.EOF {
+		var mbe *http.MaxBytesError
+		if !errors.As(err, &mbe) {
+			err = clientError{err}
+		}
+	}
+	return n, err
+}
+
+// clientError is a failure to read the request's body.
+type clientError struct{ error }
+
+func (e clientError) Unwrap() error { return e.error }

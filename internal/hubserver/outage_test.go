@@ -1,14 +1,19 @@
 package hubserver_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -221,4 +226,32 @@ func copyConn(dst, src net.Conn) {
 			return
 		}
 	}
+}
+
+// TestPublishBodyBrokenOffIsTheClients: a publish whose body breaks off
+// with a network error is the client's bad request, not a backend that
+// did not answer (503 would send operators looking at a healthy database).
+func TestPublishBodyBrokenOffIsTheClients(t *testing.T) {
+	h := hubtest.Start(t)
+	_, signer := h.Publisher(t, "dave")
+	token := tokenOf(t, h, "dave")
+	body, err := json.Marshal(bundle(t, signer, "dave/x", "1.0.0"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	broken := io.MultiReader(bytes.NewReader(body[:len(body)/2]), brokenReader{})
+	req := httptest.NewRequest("POST", "/v1/modules", broken)
+	req.Header.Set("Authorization", "Bearer "+token)
+	rec := httptest.NewRecorder()
+	h.Server.ServeHTTP(rec, req)
+	a := answer{rec.Code, rec.Header(), rec.Body.Bytes()}
+	if a.status != http.StatusBadRequest || a.code() != hub.CodeBadRequest {
+		t.Errorf("a publish whose body broke off = %d %s, want 400 bad_request", a.status, a.body)
+	}
+}
+
+type brokenReader struct{}
+
+func (brokenReader) Read([]byte) (int, error) {
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: syscall.ECONNRESET}
 }

@@ -41,6 +41,10 @@ func isUnavailable(err error) bool {
 	if errors.Is(err, ErrUnavailable) {
 		return true
 	}
+	var ce clientError
+	if errors.As(err, &ce) { // the client's connection, not a backend's
+		return false
+	}
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) {
 		switch {
@@ -52,10 +56,11 @@ func isUnavailable(err error) bool {
 		}
 		return false
 	}
-	// A connection that broke mid-answer ends in an unexpected EOF: by
-	// the time an error reaches here, the request's own body was read (a
-	// short one is a bad request), so the EOF is a backend's.
-	var ce *pgconn.ConnectError
+	// A connection that broke mid-answer ends in an unexpected EOF or a
+	// network error; the request's own body marks its failures as the
+	// client's (clientReader, and decode's bad_request), so these are a
+	// backend's.
+	var cne *pgconn.ConnectError
 	var ne net.Error
-	return errors.As(err, &ce) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
+	return errors.As(err, &cne) || errors.As(err, &ne) || errors.Is(err, io.ErrUnexpectedEOF) || pgconn.Timeout(err) || pgconn.SafeToRetry(err)
 }
