@@ -11,6 +11,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // Health and readiness (docs/hub-operations.md, "Health, readiness,
@@ -49,9 +51,31 @@ func (s *SQLite) Ping(ctx context.Context) error {
 	return s.db.QueryRowContext(ctx, `SELECT count(*) FROM (SELECT 1 FROM sqlite_schema LIMIT 1)`).Scan(&n)
 }
 
-// Ping runs an empty statement on a connection of the pool (opening one if
-// none is idle).
-func (p *Postgres) Ping(ctx context.Context) error { return p.pool.Ping(ctx) }
+// Ping runs an empty statement on a connection kept for it alone (opened
+// again when it broke): readiness says whether the database answers, not
+// whether this node's pool has a connection free — under a burst every
+// node's pool is busy, and a balancer would take every node out at once.
+func (p *Postgres) Ping(ctx context.Context) error {
+	p.pingMu.Lock()
+	defer p.pingMu.Unlock()
+	if p.pingConn == nil || p.pingConn.IsClosed() {
+		c, err := pgx.ConnectConfig(ctx, p.pool.Config().ConnConfig.Copy())
+		if err != nil {
+			return err
+		}
+		p.pingConn = c
+	}
+	if err := p.pingConn.Ping(ctx); err != nil {
+		// A ping cut off by its deadline leaves the connection in an
+		// unknown state: the next check opens another.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Second)
+		p.pingConn.Close(cctx)
+		cancel()
+		p.pingConn = nil
+		return err
+	}
+	return nil
+}
 
 // Ping checks that the blob directory is still there and a directory (a
 // volume that was unmounted, or a directory that was removed, fails it).

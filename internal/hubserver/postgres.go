@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -43,6 +44,9 @@ import (
 type Postgres struct {
 	pool      *pgxpool.Pool
 	lastSweep atomic.Int64 // of rate_buckets, Unix nanoseconds (postgres_cluster.go)
+
+	pingMu   sync.Mutex
+	pingConn *pgx.Conn // the readiness check's own connection (health.go)
 }
 
 var _ Store = (*Postgres)(nil)
@@ -333,6 +337,14 @@ func OpenPostgres(ctx context.Context, dsn string, opts ...PostgresOption) (*Pos
 
 // Close closes the pool.
 func (p *Postgres) Close() error {
+	p.pingMu.Lock()
+	if p.pingConn != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		p.pingConn.Close(ctx)
+		cancel()
+		p.pingConn = nil
+	}
+	p.pingMu.Unlock()
 	p.pool.Close()
 	return nil
 }

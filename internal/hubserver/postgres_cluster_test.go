@@ -91,3 +91,30 @@ func TestPostgresTakeToken(t *testing.T) {
 		t.Errorf("after the sweep the buckets are %q, want the two in use", keys)
 	}
 }
+
+// TestPostgresPingWithThePoolBusy: readiness answers while every
+// connection of the pool is taken (a burst), and again after its own
+// connection broke.
+func TestPostgresPingWithThePoolBusy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	st, err := OpenPostgres(ctx, openPostgres(t).pool.Config().ConnString(), WithMaxConns(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	held, err := st.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release()
+	for i := range 2 {
+		pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		err := st.Ping(pctx)
+		cancel()
+		if err != nil {
+			t.Fatalf("ping %d with the pool's one connection taken: %v", i+1, err)
+		}
+		st.pingConn.Close(ctx) // broken: the next ping opens another
+	}
+}
