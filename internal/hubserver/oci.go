@@ -300,6 +300,11 @@ func location(resp *http.Response) (string, error) {
 	if loc.Scheme != "http" && loc.Scheme != "https" {
 		return "", fmt.Errorf("the registry sent the location %q, which is not http(s)", clip(loc.String()))
 	}
+	// A redirect, and an upload's bytes and session, go where the
+	// location says: from https never in clear.
+	if loc.Scheme == "http" && resp.Request.URL.Scheme == "https" {
+		return "", fmt.Errorf("the registry sent %s %s from https to plain http (%s): refused, it would travel in clear; fix the registry's storage redirect or upload URL, or turn it off", resp.Request.Method, resp.Request.URL.Path, clip(originOf(loc.String())))
+	}
 	return loc.String(), nil
 }
 
@@ -700,10 +705,7 @@ func (r *OCIRegistry) send(ctx context.Context, req ociRequest) (*http.Response,
 		if redirects == maxOCIRedirects {
 			return nil, fmt.Errorf("%s: more than %d redirects from %s", req.method, maxOCIRedirects, r.public)
 		}
-		if strings.HasPrefix(target, "https:") && strings.HasPrefix(loc, "http:") {
-			return nil, fmt.Errorf("%s redirected %s from https to plain http (%s): refused; fix the registry's storage redirect, or turn it off", r.public, req.method, clip(originOf(loc)))
-		}
-		target = loc
+		target = loc // never from https to plain http: location refuses it
 	}
 }
 
@@ -843,13 +845,23 @@ func (r *OCIRegistry) answer(ctx context.Context, resp *http.Response, push bool
 			return false, r.refused()
 		}
 		return true, nil
-	default: // bearer: a token for this scope, unless the one sent was just fetched
+	default:
+		// Bearer: send again with another token for this scope — the one
+		// a concurrent request fetched since this one was sent, or a new
+		// one (the registry revoked or rotated the one sent). A new token
+		// refused too is an answer of credentials refused (the caller
+		// sees that second 401).
+		sent := strings.TrimPrefix(resp.Request.Header.Get("Authorization"), "Bearer ")
+		scope := r.scope(push)
 		r.mu.Lock()
-		tok, had := r.tokens[r.scope(push)]
-		delete(r.tokens, r.scope(push))
+		tok, had := r.tokens[scope]
+		newer := had && tok.token != sent && time.Until(tok.expires) > ociTokenEarly
+		if !newer {
+			delete(r.tokens, scope)
+		}
 		r.mu.Unlock()
-		if had && prev != nil && prev.scheme == "bearer" && time.Until(tok.expires) > ociTokenEarly {
-			return false, r.refused()
+		if newer {
+			return true, nil
 		}
 		if _, err := r.fetchToken(ctx, ch, push); err != nil {
 			return false, err

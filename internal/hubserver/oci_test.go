@@ -780,6 +780,91 @@ func TestOCITokenAuth(t *testing.T) {
 	}
 }
 
+// TestOCITokenRotatedUnderConcurrentRequests: the registry stops taking
+// the (unexpired) token two requests were sent with. The first fetches a
+// new one instead of failing; the second, refused after that, sends again
+// with the new token instead of taking a fresh token it did not send for
+// refused credentials.
+func TestOCITokenRotatedUnderConcurrentRequests(t *testing.T) {
+	ts := newTokenServer(t, "hub", "s3cret")
+	f, srv := newFakeRegistry(t)
+	var mu sync.Mutex
+	revoked := map[string]bool{}
+	refusals := 0
+	renewed := make(chan struct{})
+	f.handle = func(w http.ResponseWriter, r *http.Request) bool {
+		push := r.Method != http.MethodGet && r.Method != http.MethodHead
+		h := r.Header.Get("Authorization")
+		mu.Lock()
+		old := revoked[strings.TrimPrefix(h, "Bearer ")]
+		if old && r.Method == http.MethodGet {
+			refusals++
+		}
+		n := refusals
+		mu.Unlock()
+		if !old && ts.allows(h, push) {
+			return false
+		}
+		if old && n == 2 {
+			select { // the second request's refusal comes after the first got its new token
+			case <-renewed:
+			case <-time.After(5 * time.Second):
+			}
+		}
+		w.Header().Set("WWW-Authenticate", `Bearer realm="`+ts.srv.URL+`/token",service="fake-registry",scope="repository:station/modules:pull"`)
+		http.Error(w, `{"errors":[{"code":"UNAUTHORIZED"}]}`, http.StatusUnauthorized)
+		return true
+	}
+	r, err := openFake(t, srv, OCIOptions{Username: "hub", Password: "s3cret"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	data := []byte("rotated")
+	if err := r.Put(ctx, hub.Digest(data), data); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Get(ctx, hub.Digest(data), 100); err != nil {
+		t.Fatal(err)
+	}
+	// Rotate: every token issued so far stops working.
+	ts.mu.Lock()
+	before := len(ts.issued)
+	mu.Lock()
+	for tok := range ts.issued {
+		revoked[tok] = true
+	}
+	mu.Unlock()
+	ts.mu.Unlock()
+	go func() {
+		for {
+			ts.mu.Lock()
+			n := len(ts.issued)
+			ts.mu.Unlock()
+			if n > before {
+				close(renewed)
+				return
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_, errs[i] = r.Get(ctx, hub.Digest(data), 100)
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("request %d after the rotation: %v", i+1, err)
+		}
+	}
+}
+
 // TestOCITokenRealmOverPlainHTTP: an https registry whose realm is plain
 // http would have the credentials sent in clear: refused.
 func TestOCITokenRealmOverPlainHTTP(t *testing.T) {
@@ -900,5 +985,27 @@ func TestOCIUploadAbortsMidStream(t *testing.T) {
 	defer f.mu.Unlock()
 	if len(f.blobs) != 0 {
 		t.Errorf("a broken-off upload left %d blobs", len(f.blobs))
+	}
+}
+
+// TestOCILocationStaysHTTPS: an https registry's upload location on plain
+// http is refused; an http registry's, and an https one elsewhere, are
+// taken.
+func TestOCILocationStaysHTTPS(t *testing.T) {
+	for _, tt := range []struct {
+		from, loc string
+		ok        bool
+	}{
+		{"https://registry.example.com/v2/m/blobs/uploads/", "http://registry.example.com/up/1", false},
+		{"https://registry.example.com/v2/m/blobs/uploads/", "https://storage.example.net/up/1", true},
+		{"https://registry.example.com/v2/m/blobs/uploads/", "/v2/m/blobs/uploads/1", true},
+		{"http://127.0.0.1:5000/v2/m/blobs/uploads/", "http://127.0.0.1:5000/up/1", true},
+	} {
+		req := httptest.NewRequest("POST", tt.from, nil)
+		resp := &http.Response{Request: req, Header: http.Header{"Location": {tt.loc}}}
+		got, err := location(resp)
+		if (err == nil) != tt.ok {
+			t.Errorf("location %s from %s = %q, %v; want ok %v", tt.loc, tt.from, got, err, tt.ok)
+		}
 	}
 }
