@@ -39,7 +39,7 @@ const routeUnmatched = "unmatched"
 // uploads of large bundles (requests are cut off at 2 minutes).
 var durationBuckets = []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 120}
 
-// delayBuckets bound the delay from an event's commit to its fan-out.
+// delayBuckets bound the delay from an event's time to its fan-out.
 var delayBuckets = []float64{0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30}
 
 // labels are the values of a series' labels, in the order of its family's
@@ -131,7 +131,7 @@ func newMetrics() *metrics {
 		aborted: newCounter("station_hub_http_responses_aborted_total",
 			"Answers the hub broke off after it began them (a download whose blob could not be read or did not match its digest).", "route"),
 		internal: newCounter("station_hub_internal_errors_total",
-			"Requests that failed with an internal error (1500): a Store or Blobs failure, or a bug; the log has each under its request id.", "route"),
+			"Requests that failed with internal (1500: a bug, or a Store or Blobs failure) or unavailable (1501: the database or blob storage did not answer); the log has each under its request id.", "route"),
 		rateLimited: newCounter("station_hub_rate_limited_total",
 			"Requests refused by the rate limit, by what was limited: an account, or a client address (requests without a valid token).", "key"),
 		reconnected: newCounter("station_hub_event_streams_reconnected_total",
@@ -145,7 +145,7 @@ func newMetrics() *metrics {
 		relayErrors: newCounter("station_hub_relay_errors_total",
 			"Failed reads of the event log by the relay (retried after a second)."),
 		relayDelay: newHistogram("station_hub_relay_fanout_delay_seconds",
-			"Time from an event's commit (its time, by the clock of the hub that committed it) to its fan-out by this hub.", delayBuckets),
+			"Time from an event's time (stamped when the change began, before its blobs and its commit, by the clock of the hub that made it) to its fan-out by this hub.", delayBuckets),
 		checkFailures: newCounter("station_hub_readiness_check_failures_total",
 			"Readiness checks that failed, by check.", "check"),
 	}
