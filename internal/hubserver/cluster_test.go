@@ -7,13 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -39,6 +37,7 @@ func node(t testing.TB, dsn, blobs string, configure func(*hubserver.Options)) *
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() })
 	b, err := hubserver.OpenBlobs(context.Background(), blobs)
 	if err != nil {
 		t.Fatal(err)
@@ -47,25 +46,9 @@ func node(t testing.TB, dsn, blobs string, configure func(*hubserver.Options)) *
 	if configure != nil {
 		configure(&o)
 	}
-	srv, err := hubserver.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub node: serve: %v", err)
-		}
-		st.Close()
-	})
-	return &hubtest.Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Blobs: b, Dir: filepath.Dir(blobs)}
+	h := hubtest.Serve(t, o)
+	h.Dir = filepath.Dir(blobs)
+	return h
 }
 
 // cluster starts n nodes on a fresh database of the test's own.
@@ -180,14 +163,15 @@ func TestClusterNodeKilled(t *testing.T) {
 	dsn, blobs := pgtest.DSN(t), filepath.Join(t.TempDir(), "blobs")
 	survivor := node(t, dsn, blobs, nil)
 	doomed := startNodeProcess(t, dsn, blobs)
-	lb := balance(t, doomed.addr, strings.TrimPrefix(survivor.URL, "http://"))
-	front := &hubtest.Hub{URL: lb.URL, Store: survivor.Store}
+	lb := startBalancer(t, "http://"+doomed.addr, survivor.URL)
+	eventually(t, "both nodes ready", func() bool { return lb.isReady("http://"+doomed.addr) && lb.isReady(survivor.URL) })
+	front := &hubtest.Hub{URL: lb.url, Store: survivor.Store}
 
 	dave, erin, _ := team(t, front)
 	sub := subscribe(t, erin, lastSeq(t, survivor))
 	within(t, sub.connected, "the connection through the load balancer")
-	if got := lb.connections(doomed.addr); got == 0 {
-		t.Fatal("the load balancer sent nothing to the first node")
+	if reqs := lb.streamRequests(); len(reqs) == 0 || reqs[0].backend != "http://"+doomed.addr {
+		t.Fatalf("the station's stream went to %+v, want the first node", reqs)
 	}
 	if _, err := dave.PushLockfile(ctx, "acme", 0, hub.Lockfile{}); err != nil {
 		t.Fatal(err)
@@ -278,60 +262,6 @@ func (p *nodeProcess) kill(t testing.TB) {
 		t.Error(err)
 	}
 	p.cmd.Wait()
-}
-
-// loadBalancer is a TCP load balancer on 127.0.0.1: each connection goes
-// to the first backend that accepts it, as a health-checking balancer
-// sends new connections only to live nodes.
-type loadBalancer struct {
-	URL string
-
-	mu     sync.Mutex
-	served map[string]int // connections per backend
-}
-
-func balance(t *testing.T, backends ...string) *loadBalancer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	lb := &loadBalancer{URL: "http://" + ln.Addr().String(), served: map[string]int{}}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go lb.forward(c, backends)
-		}
-	}()
-	return lb
-}
-
-func (lb *loadBalancer) forward(c net.Conn, backends []string) {
-	defer c.Close()
-	for _, b := range backends {
-		up, err := net.DialTimeout("tcp", b, time.Second)
-		if err != nil {
-			continue
-		}
-		defer up.Close()
-		lb.mu.Lock()
-		lb.served[b]++
-		lb.mu.Unlock()
-		go func() { io.Copy(up, c); up.Close() }()
-		io.Copy(c, up)
-		return
-	}
-}
-
-// connections returns how many connections went to backend.
-func (lb *loadBalancer) connections(backend string) int {
-	lb.mu.Lock()
-	defer lb.mu.Unlock()
-	return lb.served[backend]
 }
 
 // BenchmarkClusterPush measures a lockfile push until every connected

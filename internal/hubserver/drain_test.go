@@ -59,56 +59,16 @@ func sharedDatabase(t testing.TB) func() (hubserver.Store, hubserver.Blobs) {
 	}
 }
 
-// process is a hub the test serves itself, to drain it when it likes.
-type process struct {
-	url    string
-	srv    *hubserver.Server
-	store  hubserver.Store
-	drain  context.CancelFunc // begins the drain
-	served chan struct{}      // closed when Serve returned, with err set
-	err    error
-}
-
-// stopped delivers Serve's error once it returned.
-func (p *process) stopped() <-chan error {
-	ch := make(chan error, 1)
-	go func() {
-		<-p.served
-		ch <- p.err
-	}()
-	return ch
-}
-
-func serveProcess(t testing.TB, open func() (hubserver.Store, hubserver.Blobs), configure func(*hubserver.Options)) *process {
+// serveProcess runs a hub on what open opens, for the test to drain
+// (Stop) when it likes.
+func serveProcess(t testing.TB, open func() (hubserver.Store, hubserver.Blobs), configure func(*hubserver.Options)) *hubtest.Hub {
 	t.Helper()
 	st, blobs := open()
 	o := hubserver.Options{Store: st, Blobs: blobs}
 	if configure != nil {
 		configure(&o)
 	}
-	srv, err := hubserver.New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	p := &process{url: "http://" + ln.Addr().String(), srv: srv, store: st, drain: cancel, served: make(chan struct{})}
-	go func() {
-		defer close(p.served)
-		p.err = srv.Serve(sctx, ln)
-	}()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-p.served:
-		case <-time.After(30 * time.Second):
-			t.Error("a hub did not stop")
-		}
-	})
-	return p
+	return hubtest.Serve(t, o)
 }
 
 // balancer is an HTTP load balancer as operators run one: it probes each
@@ -220,10 +180,10 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	open := sharedDatabase(t)
 	a := serveProcess(t, open, func(o *hubserver.Options) { o.DrainDelay = 300 * time.Millisecond })
 	b := serveProcess(t, open, nil)
-	lb := startBalancer(t, a.url, b.url)
-	eventually(t, "both hubs ready", func() bool { return lb.isReady(a.url) && lb.isReady(b.url) })
+	lb := startBalancer(t, a.URL, b.URL)
+	eventually(t, "both hubs ready", func() bool { return lb.isReady(a.URL) && lb.isReady(b.URL) })
 
-	front := &hubtest.Hub{URL: lb.url, Store: a.store}
+	front := &hubtest.Hub{URL: lb.url, Store: a.Store}
 	dave, key := front.Publisher(t, "dave")
 	version := 0
 	next := func() error {
@@ -288,12 +248,12 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	time.Sleep(100 * time.Millisecond)
 
 	drained := time.Now()
-	a.drain()
+	aStopped := a.Stop()
 	// Draining, the hub is not ready but still serves.
-	if status, r, body := readiness(t, a.url); status != http.StatusServiceUnavailable || r.Status != "draining" || len(r.Checks) != 0 {
+	if status, r, body := readiness(t, a.URL); status != http.StatusServiceUnavailable || r.Status != "draining" || len(r.Checks) != 0 {
 		t.Errorf("GET /readyz of the draining hub: %d %s", status, body)
 	}
-	if ans := send(t, &hubtest.Hub{URL: a.url}, "GET", "/v1/info", "", nil); ans.status != http.StatusOK {
+	if ans := send(t, &hubtest.Hub{URL: a.URL}, "GET", "/v1/info", "", nil); ans.status != http.StatusOK {
 		t.Errorf("GET /v1/info of the hub in its drain delay: %d", ans.status)
 	}
 	cursor := within(t, connected, "the reconnect")
@@ -301,7 +261,7 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	if took > 300*time.Millisecond+2*time.Second {
 		t.Errorf("the station reconnected %s after the drain began, want within its delay and a second", took)
 	}
-	if err := within(t, a.stopped(), "the drained hub's Serve to return"); err != nil {
+	if err := within(t, aStopped, "the drained hub's Serve to return"); err != nil {
 		t.Errorf("Serve of the drained hub: %v", err)
 	}
 	close(publishing)
@@ -316,7 +276,7 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	}
 
 	reqs := lb.streamRequests()
-	if len(reqs) != 2 || reqs[0].backend != a.url || reqs[1].backend != b.url {
+	if len(reqs) != 2 || reqs[0].backend != a.URL || reqs[1].backend != b.URL {
 		t.Fatalf("stream requests %+v, want one to each hub, the first hub's first", reqs)
 	}
 	mu.Lock()
@@ -332,7 +292,7 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	}
 
 	var want []int64
-	evs, err := b.store.EventsAfter(ctx, 0, 10000)
+	evs, err := b.Store.EventsAfter(ctx, 0, 10000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +313,7 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Errorf("the station got events %v, want the log's %v, each once", got, want)
 	}
-	e, _ := scrape(t, a.srv)
+	e, _ := scrape(t, a.Server)
 	if v := e.value(t, "station_hub_event_streams_reconnected_total", nil); v != 1 {
 		t.Errorf("streams told to reconnect = %v, want 1", v)
 	}
@@ -366,11 +326,11 @@ func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 func TestDrainReconnectEvent(t *testing.T) {
 	open := sharedDatabase(t)
 	p := serveProcess(t, open, nil)
-	tok, err := hubserver.CreateAccount(ctx, p.store, "dave", "t", nowUTC())
+	tok, err := hubserver.CreateAccount(ctx, p.Store, "dave", "t", nowUTC())
 	if err != nil {
 		t.Fatal(err)
 	}
-	req, _ := http.NewRequest("GET", p.url+"/v1/events", nil)
+	req, _ := http.NewRequest("GET", p.URL+"/v1/events", nil)
 	req.Header.Set("Authorization", "Bearer "+tok.Secret)
 	resp, err := http.DefaultTransport.RoundTrip(req)
 	if err != nil {
@@ -384,7 +344,7 @@ func TestDrainReconnectEvent(t *testing.T) {
 	if line, _ := br.ReadString('\n'); !strings.HasPrefix(line, ": connected") {
 		t.Fatalf("then %q", line)
 	}
-	p.drain()
+	pStopped := p.Stop()
 	rest, err := io.ReadAll(br)
 	if err != nil {
 		t.Fatalf("the stream broke instead of ending: %v (%q)", err, rest)
@@ -396,7 +356,7 @@ func TestDrainReconnectEvent(t *testing.T) {
 	if n, _ := strconv.Atoi(string(m[1])); n >= 1000 {
 		t.Errorf("retry %d ms, want under a second", n)
 	}
-	if err := within(t, p.stopped(), "Serve to return"); err != nil {
+	if err := within(t, pStopped, "Serve to return"); err != nil {
 		t.Errorf("Serve = %v", err)
 	}
 }
@@ -407,7 +367,7 @@ func TestDrainReconnectEvent(t *testing.T) {
 func TestDrainLetsRequestsFinish(t *testing.T) {
 	open := sharedDatabase(t)
 	p := serveProcess(t, open, func(o *hubserver.Options) { o.DrainTimeout = time.Second })
-	front := &hubtest.Hub{URL: p.url, Store: p.store}
+	front := &hubtest.Hub{URL: p.URL, Store: p.Store}
 	daveToken := front.Account(t, "dave")
 	key, err := hubclient.GenerateSigner()
 	if err != nil {
@@ -427,7 +387,7 @@ func TestDrainLetsRequestsFinish(t *testing.T) {
 	// slow sends half of body, then waits for more before the rest.
 	slow := func(token string, more <-chan struct{}) <-chan int {
 		pr, pw := io.Pipe()
-		req, _ := http.NewRequest("POST", p.url+"/v1/modules", pr)
+		req, _ := http.NewRequest("POST", p.URL+"/v1/modules", pr)
 		req.ContentLength = int64(len(body))
 		req.Header.Set("Authorization", "Bearer "+token)
 		status := make(chan int, 1)
@@ -452,7 +412,7 @@ func TestDrainLetsRequestsFinish(t *testing.T) {
 	finishing := slow(daveToken, finish)
 	// The stuck one is sent by hand: a client's transport may wait for
 	// the body it is sending before it sees the connection closed.
-	conn, err := net.Dial("tcp", strings.TrimPrefix(p.url, "http://"))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(p.URL, "http://"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -465,7 +425,7 @@ func TestDrainLetsRequestsFinish(t *testing.T) {
 	}()
 	time.Sleep(100 * time.Millisecond) // both are in flight
 	start := time.Now()
-	p.drain()
+	pStopped := p.Stop()
 	time.Sleep(200 * time.Millisecond)
 	close(finish)
 	if status := within(t, finishing, "the finishing publish"); status != http.StatusCreated {
@@ -474,7 +434,7 @@ func TestDrainLetsRequestsFinish(t *testing.T) {
 	if answer := within(t, stuck, "the stuck request to be cut off"); answer != "" {
 		t.Errorf("the request that never finished got %q, want it cut off", answer)
 	}
-	if err := within(t, p.stopped(), "Serve to return"); err != nil {
+	if err := within(t, pStopped, "Serve to return"); err != nil {
 		t.Errorf("Serve = %v", err)
 	}
 	if took := time.Since(start); took < time.Second || took > 5*time.Second {

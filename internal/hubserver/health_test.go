@@ -173,7 +173,7 @@ func TestReadyzDeadPostgres(t *testing.T) {
 		t.Fatal(err)
 	}
 	target := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
-	proxy := startProxy(t, target)
+	proxy := startSwitch(t, target)
 	const password = "hunter2-do-not-tell"
 	// The test server trusts local users: the password is sent to no one,
 	// but it is in the DSN the hub holds.
@@ -196,7 +196,7 @@ func TestReadyzDeadPostgres(t *testing.T) {
 	if status, _, body := readiness(t, url); status != http.StatusOK {
 		t.Fatalf("GET /readyz: %d %s", status, body)
 	}
-	proxy.stop()
+	proxy.cut()
 	time.Sleep(1100 * time.Millisecond)
 	status, r, body := readiness(t, url)
 	if status != http.StatusServiceUnavailable || r.Checks["database"].Status != "error" || r.Checks["blobs"].Status != "ok" {
@@ -208,53 +208,6 @@ func TestReadyzDeadPostgres(t *testing.T) {
 			t.Errorf("GET /readyz names %q: %s", secret, body)
 		}
 	}
-}
-
-// proxy forwards TCP connections to a target until stopped.
-type proxy struct {
-	addr string
-	stop func()
-}
-
-func startProxy(t testing.TB, target string) *proxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var mu sync.Mutex
-	var conns []net.Conn
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			u, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			conns = append(conns, c, u)
-			mu.Unlock()
-			go func() { io.Copy(u, c); u.Close() }()
-			go func() { io.Copy(c, u); c.Close() }()
-		}
-	}()
-	var once sync.Once
-	stop := func() {
-		once.Do(func() {
-			ln.Close()
-			mu.Lock()
-			for _, c := range conns {
-				c.Close()
-			}
-			mu.Unlock()
-		})
-	}
-	t.Cleanup(stop)
-	return &proxy{addr: ln.Addr().String(), stop: stop}
 }
 
 // pingStore counts (and can hold up) the readiness pings of a Store.

@@ -554,7 +554,7 @@ func TestMetricsListener(t *testing.T) {
 		o.MetricsListener = ln
 		o.DrainDelay = 500 * time.Millisecond
 	})
-	if a := send(t, &hubtest.Hub{URL: p.url}, "GET", "/metrics", "", nil); a.code() != hub.CodeNoEndpoint {
+	if a := send(t, p, "GET", "/metrics", "", nil); a.code() != hub.CodeNoEndpoint {
 		t.Errorf("GET /metrics on the public listener: %d %s, want no_endpoint", a.status, a.body)
 	}
 	get := func() (int, string) {
@@ -572,11 +572,11 @@ func TestMetricsListener(t *testing.T) {
 	if resp, err := http.Get(ops + "/v1/info"); err != nil || resp.StatusCode != http.StatusNotFound {
 		t.Errorf("GET /v1/info on the metrics listener: %v %v, want 404", resp, err)
 	}
-	p.drain()
+	pStopped := p.Stop()
 	if status, body := get(); status != http.StatusOK || !strings.Contains(body, "\nstation_hub_draining 1\n") {
 		t.Errorf("GET /metrics while draining: %d %.200s", status, body)
 	}
-	within(t, p.stopped(), "Serve to return")
+	within(t, pStopped, "Serve to return")
 	if status, _ := get(); status != 0 {
 		t.Errorf("the metrics listener answers %d after Serve returned", status)
 	}

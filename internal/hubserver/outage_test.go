@@ -2,7 +2,6 @@ package hubserver_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"io"
 	"net"
@@ -55,7 +54,7 @@ func TestOutagesAnswerUnavailableAndRecover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := serveOn(t, st, blobs)
+	h := hubtest.Serve(t, hubserver.Options{Store: st, Blobs: blobs, Limits: hub.Limits{RatePerSecond: 1e6, Burst: 1e6}})
 	dave, signer := h.Publisher(t, "dave")
 	publish(t, dave, signer, "dave/x", "1.0.0")
 
@@ -112,24 +111,6 @@ func TestOutagesAnswerUnavailableAndRecover(t *testing.T) {
 	eventually(t, "/readyz after both came back", func() bool { code, _, _ := readinessNow(t, h); return code == http.StatusOK })
 }
 
-// serveOn runs a hub on st and blobs for the rest of the test.
-func serveOn(t *testing.T, st hubserver.Store, blobs hubserver.Blobs) *hubtest.Hub {
-	t.Helper()
-	srv, err := hubserver.New(hubserver.Options{Store: st, Blobs: blobs, Limits: hub.Limits{RatePerSecond: 1e6, Burst: 1e6}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(sctx, ln) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return &hubtest.Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Blobs: blobs}
-}
-
 // readinessNow asks /readyz past its one-second cache.
 func readinessNow(t *testing.T, h *hubtest.Hub) (int, hubserver.Readiness, string) {
 	t.Helper()
@@ -168,7 +149,7 @@ type aSwitch struct {
 	conns map[net.Conn]bool
 }
 
-func startSwitch(t *testing.T, target string) *aSwitch {
+func startSwitch(t testing.TB, target string) *aSwitch {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -275,46 +275,6 @@ func TestShutdownEndsStreams(t *testing.T) {
 	}
 }
 
-// BenchmarkRelayPushToTwoStations measures a lockfile push by one station
-// until both connected stations of the team have the event: the push's
-// round trip, the commit, the fan-out and the two streams.
-func BenchmarkRelayPushToTwoStations(b *testing.B) {
-	h := hubtest.StartWith(b, func(o *hubserver.Options) { o.Limits.RatePerSecond, o.Limits.Burst = 1e6, 1e6 })
-	dave := h.Client(b, h.Account(b, "dave"))
-	erin := h.Client(b, h.Account(b, "erin"))
-	if _, err := dave.CreateTeam(ctx, "acme"); err != nil {
-		b.Fatal(err)
-	}
-	inv, _ := dave.Invite(ctx, "acme", hub.InviteRequest{})
-	if _, err := erin.Join(ctx, inv.Code); err != nil {
-		b.Fatal(err)
-	}
-	start := lastSeq(b, h)
-	sctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var chans []chan hub.Event
-	for _, c := range []*hubclient.Client{dave, erin} {
-		events, connected := make(chan hub.Event, 16), make(chan int64, 1)
-		chans = append(chans, events)
-		go c.Subscribe(sctx, hubclient.SubscribeOptions{Cursor: start, OnConnect: func(c int64) { connected <- c }}, func(ev hub.Event) error {
-			events <- ev
-			return nil
-		})
-		within(b, connected, "connection")
-	}
-	b.ResetTimer()
-	for i := range b.N {
-		if _, err := dave.PushLockfile(ctx, "acme", int64(i), hub.Lockfile{}); err != nil {
-			b.Fatal(err)
-		}
-		for _, ch := range chans {
-			if ev := within(b, ch, "event"); ev.Revision != int64(i+1) {
-				b.Fatalf("got %+v", ev)
-			}
-		}
-	}
-}
-
 // TestExMemberSeesNothingOfTheTeam: a member removed from a team sees, on
 // sync and on the stream, nothing of the team but its own removal — not
 // its joining, not the roles it had, not the pushes it made — and gets

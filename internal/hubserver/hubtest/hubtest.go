@@ -52,6 +52,10 @@ type Hub struct {
 	// Dir is its data directory (its blobs, unless EnvBlobs is oci, and
 	// its SQLite database).
 	Dir string
+
+	stop   context.CancelFunc // begins the shutdown
+	served chan struct{}      // closed when Serve returned, with err set
+	err    error
 }
 
 // Start runs a hub with default options for the rest of the test.
@@ -66,32 +70,58 @@ func StartWith(t testing.TB, configure func(*hubserver.Options)) *Hub {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { st.Close() }) // after the hub stopped: cleanups run last first
 	o := hubserver.Options{Store: st, Blobs: blobs}
 	if configure != nil {
 		configure(&o)
 	}
+	h := Serve(t, o)
+	h.Dir = dir
+	return h
+}
+
+// Serve runs a hub on o, whose Store and Blobs the caller opened (and
+// closes), on 127.0.0.1 on a free port, until Stop or the end of the test.
+func Serve(t testing.TB, o hubserver.Options) *Hub {
+	t.Helper()
 	srv, err := hubserver.New(o)
 	if err != nil {
-		st.Close()
 		t.Fatal(err)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		srv.Close()
-		st.Close()
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ctx, ln) }()
+	h := &Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: o.Store, Blobs: o.Blobs, stop: cancel, served: make(chan struct{})}
+	go func() {
+		defer close(h.served)
+		h.err = srv.Serve(ctx, ln)
+	}()
 	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("hub: serve: %v", err)
+		select {
+		case err := <-h.Stop():
+			if err != nil {
+				t.Errorf("hub: serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("hub: did not stop within 30 s")
 		}
-		st.Close()
 	})
-	return &Hub{URL: "http://" + ln.Addr().String(), Server: srv, Store: st, Blobs: o.Blobs, Dir: dir}
+	return h
+}
+
+// Stop begins the shutdown of a hub Serve (or Start) runs — its drain —
+// and returns a channel that delivers Serve's error once it returned.
+func (h *Hub) Stop() <-chan error {
+	h.stop()
+	ch := make(chan error, 1)
+	go func() {
+		<-h.served
+		ch <- h.err
+	}()
+	return ch
 }
 
 // open opens the store EnvDB selects and the blobs EnvBlobs selects.
