@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/hub"
 )
 
 type fakeClock struct{ t time.Time }
@@ -106,7 +105,7 @@ func TestRelayDropsSlowSubscribers(t *testing.T) {
 	slow := r.subscribe("dave")
 	fast := r.subscribe("erin")
 	for i := range subscriberBuffer + 1 {
-		r.fanout(hub.Event{Seq: int64(i + 1)}, nil)
+		r.fanout(&frame{seq: int64(i + 1)}, nil)
 		<-fast.ch
 	}
 	n := 0
@@ -125,14 +124,14 @@ func TestRelayDropsSlowSubscribers(t *testing.T) {
 
 	// Team events go only to the audience.
 	a, b := r.subscribe("dave"), r.subscribe("mallory")
-	r.fanout(hub.Event{Seq: 1, Team: "acme"}, map[string]bool{"dave": true})
+	r.fanout(&frame{seq: 1, data: []byte("event: team")}, map[string]bool{"dave": true})
 	select {
 	case <-b.ch:
 		t.Error("a team event reached a non-member")
 	default:
 	}
-	if ev := <-a.ch; ev.Team != "acme" {
-		t.Errorf("member got %+v", ev)
+	if f := <-a.ch; string(f.data) != "event: team" {
+		t.Errorf("member got %q", f.data)
 	}
 }
 

@@ -1,6 +1,7 @@
 package hubserver
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,7 +10,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -31,6 +31,11 @@ import (
 // A subscriber that does not keep up (its buffer of subscriberBuffer events
 // is full) is dropped: its stream ends and the station reconnects from its
 // cursor, catching up from the Store. Memory per stream stays bounded.
+//
+// What the fan-out hands each stream is one *frame shared by all of them:
+// the event encoded once as a server-sent event. A stream's buffer then holds
+// pointers (2 KiB), not events (64 KiB), and a publish costs one encoding,
+// not one per stream.
 
 const (
 	// subscriberBuffer is how many events may wait for a slow stream.
@@ -56,7 +61,13 @@ type subscriber struct {
 	account string
 	// ch receives the events account may see; the relay closes it when it
 	// drops the subscriber.
-	ch chan hub.Event
+	ch chan *frame
+}
+
+// frame is one event of the log as the streams send it.
+type frame struct {
+	seq  int64
+	data []byte // the server-sent event (formatEvent); never changed once sent
 }
 
 func newRelay(st Store, log *slog.Logger, m *metrics, last int64) *relay {
@@ -122,7 +133,9 @@ func (r *relay) drain(ctx context.Context) error {
 			r.fanned.Store(ev.Seq)
 			r.metrics.relayEvents.inc(labels{})
 			r.metrics.relayDelay.observe(labels{}, max(time.Since(ev.Time).Seconds(), 0))
-			r.fanout(ev, audience)
+			var b bytes.Buffer
+			formatEvent(&b, ev)
+			r.fanout(&frame{seq: ev.Seq, data: b.Bytes()}, audience)
 		}
 		if len(evs) < relayPage {
 			return nil
@@ -130,8 +143,8 @@ func (r *relay) drain(ctx context.Context) error {
 	}
 }
 
-// fanout sends ev to every subscriber in audience (everyone when nil).
-func (r *relay) fanout(ev hub.Event, audience map[string]bool) {
+// fanout sends f to every subscriber in audience (everyone when nil).
+func (r *relay) fanout(f *frame, audience map[string]bool) {
 	var sent, dropped uint64
 	r.mu.Lock()
 	for s := range r.subs {
@@ -139,7 +152,7 @@ func (r *relay) fanout(ev hub.Event, audience map[string]bool) {
 			continue
 		}
 		select {
-		case s.ch <- ev:
+		case s.ch <- f:
 			sent++
 		default:
 			delete(r.subs, s)
@@ -163,7 +176,7 @@ func (r *relay) subscribers() int {
 }
 
 func (r *relay) subscribe(account string) *subscriber {
-	s := &subscriber{account: account, ch: make(chan hub.Event, subscriberBuffer)}
+	s := &subscriber{account: account, ch: make(chan *frame, subscriberBuffer)}
 	r.mu.Lock()
 	r.subs[s] = struct{}{}
 	r.mu.Unlock()
@@ -263,10 +276,10 @@ func (s *Server) events(c *call) error {
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no") // a buffering proxy would hold events back
 	c.w.WriteHeader(http.StatusOK)
-	var buf strings.Builder
+	var buf bytes.Buffer
 	write := func() error {
 		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second)) // a client that stops reading is dropped
-		if _, err := c.w.Write([]byte(buf.String())); err != nil {
+		if _, err := c.w.Write(buf.Bytes()); err != nil {
 			return err
 		}
 		buf.Reset()
@@ -304,26 +317,26 @@ func (s *Server) events(c *call) error {
 	defer heartbeat.Stop()
 	for {
 		select {
-		case ev, ok := <-sub.ch:
+		case f, ok := <-sub.ch:
 			if !ok {
 				return nil // dropped (too slow) or shutting down: the client reconnects
 			}
-			if ev.Seq <= sent {
+			if f.seq <= sent {
 				continue
 			}
-			formatEvent(&buf, ev)
-			sent = ev.Seq
+			buf.Write(f.data)
+			sent = f.seq
 			// Send what else is already waiting in one write.
 			for more := true; more; {
 				select {
-				case ev, ok := <-sub.ch:
+				case f, ok := <-sub.ch:
 					if !ok {
 						more = false
 						break
 					}
-					if ev.Seq > sent {
-						formatEvent(&buf, ev)
-						sent = ev.Seq
+					if f.seq > sent {
+						buf.Write(f.data)
+						sent = f.seq
 					}
 				default:
 					more = false
@@ -373,7 +386,7 @@ const (
 // formatEvent writes ev as one server-sent event: its seq as the id, its
 // kind as the event name, its JSON as the data (one line: JSON has no raw
 // newlines).
-func formatEvent(b *strings.Builder, ev hub.Event) {
+func formatEvent(b *bytes.Buffer, ev hub.Event) {
 	data, _ := json.Marshal(ev)
 	fmt.Fprintf(b, "id: %d\nevent: %s\ndata: %s\n\n", ev.Seq, ev.Kind, data)
 }
