@@ -189,6 +189,9 @@ var sqliteMigrations = []string{
 	CREATE INDEX events_kind ON events (kind, seq);`,
 }
 
+// sqliteMaxConns bounds the connections a SQLite hub opens.
+const sqliteMaxConns = 32
+
 // OpenSQLite opens (creating it, mode 0600, if needed) the hub database at
 // path and migrates it to the current schema.
 func OpenSQLite(path string) (*SQLite, error) {
@@ -196,6 +199,13 @@ func OpenSQLite(path string) (*SQLite, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open hub database %s: %w", path, err)
 	}
+	// A bounded pool: every connection holds descriptors of its own (the
+	// database and its WAL), so a burst of streams reconnecting at once
+	// would otherwise open thousands and run the process out of them. WAL
+	// readers run in parallel up to the bound; the rest wait their turn,
+	// within their request's deadline, and writers take turns anyway.
+	db.SetMaxOpenConns(sqliteMaxConns)
+	db.SetMaxIdleConns(sqliteMaxConns)
 	s := &SQLite{db: db, path: abs}
 	if err := s.migrate(context.Background()); err != nil {
 		db.Close()
