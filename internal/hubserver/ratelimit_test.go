@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"testing"
 	"time"
-
 )
 
 type fakeClock struct{ t time.Time }
