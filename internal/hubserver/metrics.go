@@ -258,7 +258,7 @@ func (s *Server) writeMetrics(ctx context.Context, b *bytes.Buffer) {
 			names: []string{"version", "goversion"}, labels: labels{buildVersion(), runtime.Version()}},
 		{name: "station_hub_start_time_seconds", help: "When this hub server started, in seconds since the Unix epoch.", value: float64(m.start.UnixNano()) / 1e9},
 		{name: "station_hub_draining", help: "1 while this hub drains (readiness reports draining; streams are told to reconnect elsewhere), else 0.", value: b2f(s.draining.Load())},
-		{name: "station_hub_http_requests_in_flight", help: "HTTP requests being answered now, event streams included.", value: float64(m.inFlight.Load())},
+		{name: "station_hub_http_requests_in_flight", help: "HTTP requests being answered now. An event stream over HTTP/1.1 is answered once it took its connection (station_hub_event_streams_open counts the open ones); over HTTP/2 it is in flight until it ends.", value: float64(m.inFlight.Load())},
 		{name: "station_hub_event_streams_open", help: "Event streams open on this hub.", value: float64(streams)},
 		{name: "station_hub_relay_subscribers", help: "Streams subscribed to this hub's relay.", value: float64(s.relay.subscribers())},
 		{name: "station_hub_relay_last_seq", help: "The seq of the last event this hub's relay fanned out.", value: float64(relayLast)},

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -246,6 +247,15 @@ func (s *Server) sync(c *call) error {
 // live events, with a keep-alive comment every heartbeat. The stream ends
 // when the client goes away, the hub shuts down, or the stream falls too far
 // behind.
+//
+// On HTTP/1.1 the stream takes the connection from net/http once its
+// request is checked (Hijack), answers it itself (close-delimited, no
+// chunking) and, after the replay, leaves the live part to a goroutine of
+// its own while the handler returns: net/http's buffers of the connection
+// (10 KiB), its background reader and the handler's deep stack are freed,
+// and an open stream costs the hub a few KiB (BENCHMARKS.md, "The hub at
+// scale"). A connection that cannot be taken (HTTP/2) streams through the
+// ResponseWriter as before.
 func (s *Server) events(c *call) error {
 	v := c.r.Header.Get("Last-Event-ID")
 	if v == "" {
@@ -255,13 +265,21 @@ func (s *Server) events(c *call) error {
 	if !ok {
 		return hub.Errorf(hub.CodeTooManyStreams, "account %q already has %d event streams open, the most this hub allows", c.account, s.limits.MaxStreams)
 	}
-	defer s.closeStream(st)
 	// From here the stream's context ends when its token is revoked.
 	c.ctx = st.ctx
 	// Subscribe before reading the end of the log: every event after it is
 	// then either in the replay or on the channel.
 	sub := s.relay.subscribe(c.account)
-	defer s.relay.unsubscribe(sub)
+	end := func() {
+		s.relay.unsubscribe(sub)
+		s.closeStream(st)
+	}
+	detached := false
+	defer func() {
+		if !detached {
+			end()
+		}
+	}()
 	cursor, last, err := s.position(c, v)
 	if errors.Is(context.Cause(c.ctx), errTokenRevoked) {
 		return hub.Errorf(hub.CodeUnauthenticated, "the token was revoked: log in again with `station hub login`")
@@ -270,40 +288,33 @@ func (s *Server) events(c *call) error {
 		return err
 	}
 
-	rc := http.NewResponseController(c.w)
-	h := c.w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-store")
-	h.Set("X-Accel-Buffering", "no") // a buffering proxy would hold events back
-	c.w.WriteHeader(http.StatusOK)
-	var buf bytes.Buffer
-	write := func() error {
-		_ = rc.SetWriteDeadline(time.Now().Add(30 * time.Second)) // a client that stops reading is dropped
-		if _, err := c.w.Write(buf.Bytes()); err != nil {
-			return err
-		}
-		buf.Reset()
-		return rc.Flush()
+	out, err := s.startStream(c, st)
+	if err != nil {
+		return nil // the client went away
 	}
 	// The client reconnects after 2 s if the stream breaks.
-	fmt.Fprintf(&buf, "retry: 2000\n: connected, cursor %d\n\n", cursor)
-	if err := write(); err != nil {
+	fmt.Fprintf(&out.buf, "retry: 2000\n: connected, cursor %d\n\n", cursor)
+	if err := out.flush(); err != nil {
+		out.close()
 		return nil
 	}
 	for {
 		evs, err := s.store.EventsFor(c.ctx, c.account, cursor, last, relayPage)
 		if err != nil && c.ctx.Err() != nil {
+			out.close()
 			return nil // the client went away, or the token was revoked, during the replay
 		}
 		if err != nil {
+			out.close()
 			return err
 		}
 		for _, ev := range evs {
-			formatEvent(&buf, ev)
+			formatEvent(&out.buf, ev)
 			cursor = ev.Seq
 		}
 		if len(evs) > 0 {
-			if err := write(); err != nil {
+			if err := out.flush(); err != nil {
+				out.close()
 				return nil
 			}
 		}
@@ -312,19 +323,105 @@ func (s *Server) events(c *call) error {
 		}
 	}
 	sent := last // every event up to last was examined by the replay
+	if out.conn == nil {
+		defer out.close()
+		s.forward(out, st, sub, sent)
+		return nil
+	}
+	detached = true
+	go func() {
+		defer end()
+		defer out.close()
+		s.forward(out, st, sub, sent)
+	}()
+	return nil
+}
 
+// sseOut is where a stream writes: the connection it took from net/http, or
+// (when it could not) the ResponseWriter.
+type sseOut struct {
+	buf   bytes.Buffer
+	conn  net.Conn                 // nil: through w
+	w     http.ResponseWriter      // when conn is nil
+	rc    *http.ResponseController // of w
+	close func()                   // ends the stream's connection (or nothing)
+}
+
+// sseWriteTimeout bounds each write: a client that stops reading is dropped.
+const sseWriteTimeout = 30 * time.Second
+
+// flush sends what is in buf.
+func (o *sseOut) flush() error {
+	if o.conn != nil {
+		_ = o.conn.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+		_, err := o.conn.Write(o.buf.Bytes())
+		o.buf.Reset()
+		return err
+	}
+	_ = o.rc.SetWriteDeadline(time.Now().Add(sseWriteTimeout))
+	if _, err := o.w.Write(o.buf.Bytes()); err != nil {
+		return err
+	}
+	o.buf.Reset()
+	return o.rc.Flush()
+}
+
+// errClientGone ends a stream whose client closed its connection (or sent
+// something: a stream's client sends nothing after its request).
+var errClientGone = errors.New("the client closed the stream")
+
+// startStream answers c's request with the stream's headers. On HTTP/1.x it
+// takes the connection from net/http and watches it for the client closing
+// it; otherwise it writes through the ResponseWriter, whose request context
+// ends when the client goes.
+func (s *Server) startStream(c *call, st *stream) (*sseOut, error) {
+	h := c.w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-store")
+	h.Set("X-Accel-Buffering", "no") // a buffering proxy would hold events back
+	rc := http.NewResponseController(c.w)
+	if c.r.ProtoMajor == 1 {
+		conn, _, err := rc.Hijack()
+		switch {
+		case err == nil:
+			// What the client sent after its request (in the reader
+			// net/http hands back) is ignored: it sends nothing more.
+			c.w.status = http.StatusOK // for the log and the metrics
+			out := &sseOut{conn: conn, close: s.detach(st, conn)}
+			h.Set("Connection", "close") // the body ends when the connection does
+			out.buf.WriteString("HTTP/1.1 200 OK\r\n")
+			h.Write(&out.buf)
+			out.buf.WriteString("\r\n")
+			go func() {
+				var b [1]byte
+				conn.Read(b[:]) // returns when the client closes, sends, or the stream's end closes conn
+				st.end(errClientGone)
+			}()
+			return out, nil
+		case !errors.Is(err, http.ErrNotSupported):
+			return nil, err
+		}
+	}
+	stop := context.AfterFunc(c.r.Context(), func() { st.end(errClientGone) })
+	c.w.WriteHeader(http.StatusOK)
+	return &sseOut{w: c.w, rc: rc, close: func() { stop() }}, nil
+}
+
+// forward sends what the fan-out sends sub after sent, and heartbeats,
+// until the stream ends.
+func (s *Server) forward(out *sseOut, st *stream, sub *subscriber, sent int64) {
 	heartbeat := time.NewTicker(s.heartbeat)
 	defer heartbeat.Stop()
 	for {
 		select {
 		case f, ok := <-sub.ch:
 			if !ok {
-				return nil // dropped (too slow) or shutting down: the client reconnects
+				return // dropped (too slow) or shutting down: the client reconnects
 			}
 			if f.seq <= sent {
 				continue
 			}
-			buf.Write(f.data)
+			out.buf.Write(f.data)
 			sent = f.seq
 			// Send what else is already waiting in one write.
 			for more := true; more; {
@@ -335,39 +432,39 @@ func (s *Server) events(c *call) error {
 						break
 					}
 					if f.seq > sent {
-						buf.Write(f.data)
+						out.buf.Write(f.data)
 						sent = f.seq
 					}
 				default:
 					more = false
 				}
 			}
-			if err := write(); err != nil {
-				return nil
+			if err := out.flush(); err != nil {
+				return
 			}
 		case <-heartbeat.C:
-			buf.WriteString(": ping\n\n")
-			if err := write(); err != nil {
-				return nil
+			out.buf.WriteString(": ping\n\n")
+			if err := out.flush(); err != nil {
+				return
 			}
-		case <-c.ctx.Done():
-			if errors.Is(context.Cause(c.ctx), errTokenRevoked) {
-				buf.WriteString(": the token was revoked\n\n")
-				write()
+		case <-st.ctx.Done():
+			if errors.Is(context.Cause(st.ctx), errTokenRevoked) {
+				out.buf.WriteString(": the token was revoked\n\n")
+				out.flush()
 			}
-			return nil
+			return
 		case <-s.reconnect:
 			// The hub drains: the station reconnects to the same URL,
 			// which the load balancer now routes to another hub process,
 			// from the last event it received. Each stream waits a random
 			// part of a second, so that the streams of a hub do not land
 			// on the others all at once.
-			fmt.Fprintf(&buf, ": this hub is shutting down; reconnect\nevent: %s\nretry: %d\n\n", sseReconnect, rand.N(reconnectSpread.Milliseconds()))
-			write()
+			fmt.Fprintf(&out.buf, ": this hub is shutting down; reconnect\nevent: %s\nretry: %d\n\n", sseReconnect, rand.N(reconnectSpread.Milliseconds()))
+			out.flush()
 			s.metrics.reconnected.inc(labels{})
-			return nil
+			return
 		case <-s.stop.Done():
-			return nil
+			return
 		}
 	}
 }
@@ -404,8 +501,65 @@ var errTokenRevoked = errors.New("the token was revoked")
 type stream struct {
 	account string
 	token   Token
-	ctx     context.Context // the request's, ended also by end
-	end     context.CancelCauseFunc
+	// ctx has the request's values but outlives its handler; end ends it
+	// (the client went, the token was revoked, the stream closed).
+	ctx context.Context
+	end context.CancelCauseFunc
+
+	conn net.Conn // the connection the stream took from net/http, or nil; under Server.streamsMu
+}
+
+// detach records that st took conn from net/http, so that Close and the
+// drain wait for it (Shutdown does not), and returns the function that
+// closes conn and ends that.
+func (s *Server) detach(st *stream, conn net.Conn) (release func()) {
+	s.streamsMu.Lock()
+	st.conn = conn
+	if s.detached++; s.detached == 1 {
+		s.detachedIdle = make(chan struct{})
+	}
+	s.streamsMu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			conn.Close()
+			s.streamsMu.Lock()
+			st.conn = nil
+			if s.detached--; s.detached == 0 {
+				close(s.detachedIdle)
+			}
+			s.streamsMu.Unlock()
+		})
+	}
+}
+
+// waitDetached waits until no stream holds a connection of its own, or ctx
+// ends first (false).
+func (s *Server) waitDetached(ctx context.Context) bool {
+	s.streamsMu.Lock()
+	n, idle := s.detached, s.detachedIdle
+	s.streamsMu.Unlock()
+	if n == 0 {
+		return true
+	}
+	select {
+	case <-idle:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// cutStreams closes the connection of every open stream that took one: a
+// stream blocked writing to a client that does not read ends at once.
+func (s *Server) cutStreams() {
+	s.streamsMu.Lock()
+	defer s.streamsMu.Unlock()
+	for st := range s.live {
+		if st.conn != nil {
+			st.conn.Close()
+		}
+	}
 }
 
 // openStream registers c's stream, unless its account holds MaxStreams.
@@ -417,7 +571,7 @@ func (s *Server) openStream(c *call) (*stream, bool) {
 	}
 	s.streams[c.account]++
 	st := &stream{account: c.account, token: c.token}
-	st.ctx, st.end = context.WithCancelCause(c.ctx)
+	st.ctx, st.end = context.WithCancelCause(context.WithoutCancel(c.ctx))
 	s.live[st] = struct{}{}
 	return st, true
 }

@@ -146,6 +146,12 @@ type Server struct {
 	streamsMu sync.Mutex
 	streams   map[string]int       // open event streams per account
 	live      map[*stream]struct{} // every open event stream
+	// detached counts the streams that took their connection from net/http
+	// and outlive their handler (events): Shutdown does not wait for them,
+	// Close and the drain do (waitDetached). detachedIdle is closed when
+	// the count falls to 0.
+	detached     int
+	detachedIdle chan struct{}
 }
 
 // New returns a hub serving o.Store and o.Blobs. It starts the relay's
@@ -240,6 +246,8 @@ func (s *Server) Limits() hub.Limits { return s.limits }
 // Store or the Blobs, which the caller opened.
 func (s *Server) Close() error {
 	s.stopAll()
+	s.cutStreams()
+	s.waitDetached(context.Background())
 	<-s.relayDone
 	<-s.checkDone
 	<-s.watchDone
@@ -321,11 +329,16 @@ func (s *Server) drain(srv *http.Server, errc <-chan error) error {
 	s.log.Info("hub shutting down: event streams told to reconnect, requests in flight finishing", "streams", n, "timeout", s.drainTimeout)
 	sctx, cancel := context.WithTimeout(context.Background(), s.drainTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	err := srv.Shutdown(sctx)
+	if err == nil && !s.waitDetached(sctx) {
+		err = sctx.Err()
+	}
+	if err != nil {
 		// The drain is bounded: what still runs is cut off, logged, and
 		// no failure of Serve's.
 		s.log.Warn("hub shutdown: requests still running after the drain timeout are cut off", "in_flight", s.metrics.inFlight.Load(), "timeout", s.drainTimeout)
 		srv.Close()
+		s.cutStreams()
 	}
 	return <-errc
 }
