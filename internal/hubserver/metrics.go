@@ -107,12 +107,17 @@ type metrics struct {
 	start    time.Time
 	inFlight atomic.Int64
 
-	requests      *counterVec
-	duration      *histogramVec
-	aborted       *counterVec
-	internal      *counterVec
-	rateLimited   *counterVec
-	reconnected   *counterVec
+	requests    *counterVec
+	duration    *histogramVec
+	aborted     *counterVec
+	internal    *counterVec
+	rateLimited *counterVec
+	reconnected *counterVec
+	// nodeStreamsRefused: streams refused at Options.NodeStreams.
+	nodeStreamsRefused *counterVec
+	// rateFallbacks: requests the rate limit decided alone because the
+	// shared buckets failed.
+	rateFallbacks *counterVec
 	relayEvents   *counterVec
 	relayDelivers *counterVec
 	relayDropped  *counterVec
@@ -136,6 +141,10 @@ func newMetrics() *metrics {
 			"Requests refused by the rate limit, by what was limited: an account, or a client address (requests without a valid token).", "key"),
 		reconnected: newCounter("station_hub_event_streams_reconnected_total",
 			"Event streams told to reconnect (elsewhere) because this hub was draining."),
+		nodeStreamsRefused: newCounter("station_hub_event_streams_refused_total",
+			"Event streams refused 503 because this hub process held the most it takes (station hub serve --max-node-streams); their stations retry, behind a load balancer likely on another process."),
+		rateFallbacks: newCounter("station_hub_rate_limit_fallbacks_total",
+			"Requests the rate limit decided with this process's own buckets alone because the shared buckets (PostgreSQL) failed: while it lasts, limits hold per process, not across them."),
 		relayEvents: newCounter("station_hub_relay_events_total",
 			"Events of the log this hub's relay fanned out to its streams (each event once)."),
 		relayDelivers: newCounter("station_hub_relay_deliveries_total",
@@ -287,7 +296,7 @@ func (s *Server) writeMetrics(ctx context.Context, b *bytes.Buffer) {
 			sample(b, g.name, g.names, g.labels, "", formatFloat(g.value))
 		}})
 	}
-	for _, c := range []*counterVec{m.requests, m.aborted, m.internal, m.rateLimited, m.reconnected, m.relayEvents, m.relayDelivers, m.relayDropped, m.relayErrors, m.checkFailures} {
+	for _, c := range []*counterVec{m.requests, m.aborted, m.internal, m.rateLimited, m.reconnected, m.nodeStreamsRefused, m.rateFallbacks, m.relayEvents, m.relayDelivers, m.relayDropped, m.relayErrors, m.checkFailures} {
 		fams = append(fams, family{c.name, func() { c.write(b) }})
 	}
 	for _, h := range []*histogramVec{m.duration, m.relayDelay} {

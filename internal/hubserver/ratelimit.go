@@ -33,7 +33,10 @@ type limiter struct {
 	// still limited, per node) and the failure is logged.
 	shared SharedLimits
 	log    *slog.Logger
-	warned atomic.Int64 // when the failure of shared was last logged, Unix nanoseconds
+	// fellBack, if set, counts a request decided without shared because
+	// it failed (the metrics).
+	fellBack func()
+	warned   atomic.Int64 // when the failure of shared was last logged, Unix nanoseconds
 
 	mu        sync.Mutex
 	buckets   map[string]*rate.Limiter
@@ -79,6 +82,9 @@ func (l *limiter) allow(ctx context.Context, key string) (bool, time.Duration) {
 		return false, wait
 	case ctx.Err() != nil: // the client went away
 		return false, time.Second
+	}
+	if l.fellBack != nil {
+		l.fellBack()
 	}
 	// Once per minute at most: while the database is down every request
 	// gets here, and the requests' own failures are logged already.

@@ -2,6 +2,7 @@ package hubserver
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"testing"
 	"time"
@@ -144,5 +145,35 @@ func TestRelayStopsWithItsContext(t *testing.T) {
 	<-done
 	if _, ok := <-s.ch; ok {
 		t.Error("a subscriber's channel is open after the relay stopped")
+	}
+}
+
+type failingShared struct{ calls int }
+
+func (f *failingShared) TakeToken(context.Context, string, float64, int, time.Time) (bool, time.Duration, error) {
+	f.calls++
+	return false, 0, errors.New("connection refused")
+}
+
+// TestLimiterFallsBackToItsOwnBuckets: when the shared buckets fail, the
+// node's own decide — still limiting — and each such decision is counted.
+func TestLimiterFallsBackToItsOwnBuckets(t *testing.T) {
+	clk := &fakeClock{t: time.Unix(1000, 0)}
+	l := newLimiter(1, 2, clk.now)
+	l.log = slog.New(slog.DiscardHandler)
+	f := &failingShared{}
+	l.shared = f
+	fell := 0
+	l.fellBack = func() { fell++ }
+	for i := range 2 {
+		if ok, _ := l.allow(context.Background(), "a"); !ok {
+			t.Fatalf("request %d refused within the burst while the shared buckets fail", i)
+		}
+	}
+	if ok, _ := l.allow(context.Background(), "a"); ok {
+		t.Error("past the burst the node's own bucket let a request through")
+	}
+	if f.calls != 2 || fell != 2 {
+		t.Errorf("shared asked %d times, fallbacks counted %d; want 2 and 2 (the refusal never reached the database)", f.calls, fell)
 	}
 }

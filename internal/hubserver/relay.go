@@ -261,9 +261,9 @@ func (s *Server) events(c *call) error {
 	if v == "" {
 		v = c.r.URL.Query().Get("cursor")
 	}
-	st, ok := s.openStream(c)
-	if !ok {
-		return hub.Errorf(hub.CodeTooManyStreams, "account %q already has %d event streams open, the most this hub allows", c.account, s.limits.MaxStreams)
+	st, err := s.openStream(c)
+	if err != nil {
+		return err
 	}
 	// From here the stream's context ends when its token is revoked.
 	c.ctx = st.ctx
@@ -562,18 +562,29 @@ func (s *Server) cutStreams() {
 	}
 }
 
-// openStream registers c's stream, unless its account holds MaxStreams.
-func (s *Server) openStream(c *call) (*stream, bool) {
+// retryNodeStreams is the Retry-After, in seconds, of a stream refused
+// because its node holds Options.NodeStreams.
+const retryNodeStreams = 2
+
+// openStream registers c's stream, unless its account holds MaxStreams
+// (too_many_streams) or the node holds NodeStreams (unavailable).
+func (s *Server) openStream(c *call) (*stream, error) {
 	s.streamsMu.Lock()
 	defer s.streamsMu.Unlock()
 	if s.streams[c.account] >= s.limits.MaxStreams {
-		return nil, false
+		return nil, hub.Errorf(hub.CodeTooManyStreams, "account %q already has %d event streams open, the most this hub allows", c.account, s.limits.MaxStreams)
+	}
+	if s.nodeStreams > 0 && len(s.live) >= s.nodeStreams {
+		s.metrics.nodeStreamsRefused.inc(labels{})
+		e := hub.Errorf(hub.CodeUnavailable, "this hub process holds the most event streams it takes (%d): retry in %d s (behind a load balancer, another process may take it)", s.nodeStreams, retryNodeStreams)
+		e.RetryAfter = retryNodeStreams
+		return nil, e
 	}
 	s.streams[c.account]++
 	st := &stream{account: c.account, token: c.token}
 	st.ctx, st.end = context.WithCancelCause(context.WithoutCancel(c.ctx))
 	s.live[st] = struct{}{}
-	return st, true
+	return st, nil
 }
 
 func (s *Server) closeStream(st *stream) {

@@ -162,3 +162,43 @@ func TestStreamOverHTTP2(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 }
+
+// TestNodeStreams: past Options.NodeStreams a node refuses a stream 503
+// unavailable with a Retry-After (so the station retries, likely on another
+// node) and counts it; a stream that closes makes room again. Every other
+// request is served as before.
+func TestNodeStreams(t *testing.T) {
+	h := hubtest.StartWith(t, func(o *hubserver.Options) { o.NodeStreams = 2 })
+	hc := &http.Client{Transport: &http.Transport{}}
+	defer hc.CloseIdleConnections()
+	var open []*http.Response
+	for _, name := range []string{"dave", "erin"} {
+		resp, _ := openEvents(t, hc, h.URL, h.Account(t, name))
+		open = append(open, resp)
+	}
+	frank := h.Account(t, "frank")
+	a := send(t, h, "GET", "/v1/events", frank, nil)
+	if a.status != http.StatusServiceUnavailable || a.code() != hub.CodeUnavailable || a.header.Get("Retry-After") != "2" {
+		t.Fatalf("a third stream on a node of 2 = %d (Retry-After %q) %s", a.status, a.header.Get("Retry-After"), a.body)
+	}
+	if a := send(t, h, "GET", "/v1/whoami", frank, nil); a.status != http.StatusOK {
+		t.Errorf("whoami beside the full node = %d %s", a.status, a.body)
+	}
+	e, _ := scrape(t, h.Server)
+	if v := e.value(t, "station_hub_event_streams_refused_total", nil); v != 1 {
+		t.Errorf("streams refused = %v, want 1", v)
+	}
+	open[0].Body.Close()
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		a := send(t, h, "GET", "/v1/events?cursor=999999", frank, nil)
+		if a.code() == hub.CodeCursorAhead {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("2 s after a stream closed, a new one = %d %s", a.status, a.body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	open[1].Body.Close()
+}

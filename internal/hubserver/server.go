@@ -102,7 +102,21 @@ type Options struct {
 	// of its drain. It is the operator's address (`station hub serve
 	// --metrics-addr`), never the public one: /metrics answers 404 there.
 	MetricsListener net.Listener
+	// NodeStreams bounds the event streams this hub process holds open,
+	// over all accounts (Limits.MaxStreams bounds one account's). A stream
+	// past it is answered 503 unavailable with a Retry-After, so that the
+	// station retries — behind a load balancer, likely on another node —
+	// instead of the process running out of descriptors for everyone.
+	// Default 0: no bound (`station hub serve` sets DefaultNodeStreams).
+	NodeStreams int
 }
+
+// What DefaultNodeStreams leaves of the descriptor limit for everything but
+// streams, and the least it returns.
+const (
+	nodeReserve    = 1024
+	minNodeStreams = 64
+)
 
 // Server is a hub. It is an http.Handler; Serve runs it on a listener with
 // timeouts and a graceful shutdown.
@@ -120,6 +134,7 @@ type Server struct {
 	drainDelay   time.Duration
 	drainTimeout time.Duration
 	metricsLn    net.Listener
+	nodeStreams  int // Options.NodeStreams
 
 	mux     *http.ServeMux
 	opsMux  http.Handler
@@ -161,7 +176,7 @@ func New(o Options) (*Server, error) {
 		return nil, errors.New("hub server: a Store and a Blobs are required")
 	}
 	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, heartbeat: o.Heartbeat, recheck: o.TokenRecheck, inviteTTL: o.InviteTTL, now: o.Now,
-		drainDelay: o.DrainDelay, drainTimeout: o.DrainTimeout, metricsLn: o.MetricsListener,
+		drainDelay: o.DrainDelay, drainTimeout: o.DrainTimeout, metricsLn: o.MetricsListener, nodeStreams: o.NodeStreams,
 		metrics: newMetrics(), reconnect: make(chan struct{}), ready: readiness{failed: map[string]string{}},
 		streams: map[string]int{}, live: map[*stream]struct{}{}}
 	if s.log == nil {
@@ -191,6 +206,7 @@ func New(o Options) (*Server, error) {
 	setDefault(&s.drainTimeout, DefaultDrainTimeout)
 	s.limiter = newLimiter(l.RatePerSecond, l.Burst, s.now)
 	s.limiter.log = s.log
+	s.limiter.fellBack = func() { s.metrics.rateFallbacks.inc(labels{}) }
 	if sh, ok := s.store.(SharedLimits); ok {
 		s.limiter.shared = sh
 	}

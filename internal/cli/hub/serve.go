@@ -35,6 +35,9 @@ type ServeOptions struct {
 	// --drain-timeout).
 	DrainDelay, DrainTimeout time.Duration
 	Limits                   hubapi.Limits
+	// NodeStreams bounds this process's event streams (--max-node-streams;
+	// 0: hubserver.DefaultNodeStreams).
+	NodeStreams int
 }
 
 // NewCmdServe returns `station hub serve`.
@@ -113,6 +116,9 @@ connections and gives requests in flight --drain-timeout to finish.`,
 					return cmdutil.Usagef("--public-url: %w", err)
 				}
 			}
+			if opts.NodeStreams < 0 {
+				return cmdutil.Usagef("--max-node-streams must be 0 (from the descriptor limit) or more")
+			}
 			if opts.DrainDelay < 0 || opts.DrainTimeout <= 0 {
 				return cmdutil.Usagef("--drain-delay must be 0 or more and --drain-timeout more than 0")
 			}
@@ -133,6 +139,7 @@ connections and gives requests in flight --drain-timeout to finish.`,
 	c.Flags().DurationVar(&opts.DrainDelay, "drain-delay", 0, "after SIGTERM, keep serving this long with /readyz answering 503, so the load balancer moves traffic away")
 	c.Flags().DurationVar(&opts.DrainTimeout, "drain-timeout", hubserver.DefaultDrainTimeout, "after the drain delay, how long requests in flight get to finish")
 	c.Flags().Float64Var(&opts.Limits.RatePerSecond, "rate", 0, fmt.Sprintf("sustained requests per second per account or client address (default %d)", hubserver.DefaultRatePerSecond))
+	c.Flags().IntVar(&opts.NodeStreams, "max-node-streams", 0, "event streams this process holds open at most, over all accounts; past it a station is told to retry (503), on another node behind a load balancer (default: the descriptor limit less 1024)")
 	c.Flags().IntVar(&opts.Limits.Burst, "burst", 0, fmt.Sprintf("requests allowed at once before --rate applies (default %d)", hubserver.DefaultBurst))
 	return c
 }
@@ -192,7 +199,10 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		}
 	}
 	o := hubserver.Options{Store: st, Blobs: blobs, Logger: log, Limits: opts.Limits, PublicURL: opts.PublicURL,
-		DrainDelay: opts.DrainDelay, DrainTimeout: opts.DrainTimeout}
+		DrainDelay: opts.DrainDelay, DrainTimeout: opts.DrainTimeout, NodeStreams: opts.NodeStreams}
+	if o.NodeStreams == 0 {
+		o.NodeStreams = hubserver.DefaultNodeStreams()
+	}
 	if opts.Metrics != "" {
 		mln, err := net.Listen("tcp", opts.Metrics)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/fixture"
+	"github.com/station-dev/station/internal/hubserver"
 )
 
 // TestServeOperatorSurfaces runs `station hub serve --metrics-addr`: the
@@ -78,5 +79,22 @@ func TestServeRefusesBadDrainFlags(t *testing.T) {
 	err := clitest.Parse(NewCmdServe(clitest.Factory(), func(*ServeOptions) error { return nil }), "--drain-delay", "-1s")
 	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "--drain-delay") {
 		t.Errorf("serve --drain-delay -1s = %v, want a usage error", err)
+	}
+}
+
+// TestServeMaxNodeStreams: --max-node-streams reaches the options; a
+// negative one is a usage error; without it the bound comes from the
+// descriptor limit.
+func TestServeMaxNodeStreams(t *testing.T) {
+	var got *ServeOptions
+	if err := clitest.Parse(NewCmdServe(clitest.Factory(), func(o *ServeOptions) error { got = o; return nil }), "--max-node-streams", "5000"); err != nil || got.NodeStreams != 5000 {
+		t.Fatalf("serve --max-node-streams 5000: %v, %+v", err, got)
+	}
+	err := clitest.Parse(NewCmdServe(clitest.Factory(), func(*ServeOptions) error { return nil }), "--max-node-streams", "-1")
+	if cmdutil.ExitCode(err) != cmdutil.ExitUsage || !strings.Contains(err.Error(), "--max-node-streams") {
+		t.Errorf("serve --max-node-streams -1 = %v, want a usage error", err)
+	}
+	if n := hubserver.DefaultNodeStreams(); n < 64 {
+		t.Errorf("DefaultNodeStreams() = %d on a unix machine, want a bound of at least 64", n)
 	}
 }
