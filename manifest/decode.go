@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -227,6 +228,8 @@ func (d *decoder) commands(n *yaml.Node) []Command {
 				}
 			}},
 			{"description", func(v *yaml.Node) { c.Description = d.text(v, path+".description") }},
+			{"input_schema", func(v *yaml.Node) { c.InputSchema = d.schema(v, path+".input_schema", true) }},
+			{"output_schema", func(v *yaml.Node) { c.OutputSchema = d.schema(v, path+".output_schema", false) }},
 		})
 		if seen == nil {
 			continue
@@ -379,4 +382,43 @@ func (d *decoder) checkNetworkEntry(s string) string {
 		return why + "; it needs an operator grant: the entry in network.grant of the station config"
 	}
 	return ""
+}
+
+// schema decodes a command's input or output schema: a mapping that is a
+// JSON Schema whose references all resolve inside it (nothing is ever
+// fetched), at most MaxSchemaBytes as JSON; an input schema describes an
+// object. It returns the schema as compact JSON, or nil after recording a
+// problem.
+func (d *decoder) schema(n *yaml.Node, path string, input bool) string {
+	if isNull(n) {
+		return ""
+	}
+	if n.Kind != yaml.MappingNode || n.ShortTag() != "!!map" {
+		d.typeError(n, path, "a mapping (a JSON Schema)")
+		return ""
+	}
+	v, ok := d.JSON(n, path)
+	if !ok {
+		return ""
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		d.addf(n, path, "", "not a JSON value: %v", err)
+		return ""
+	}
+	if len(b) > MaxSchemaBytes {
+		d.addf(n, path, "", "the schema is %d bytes as JSON; at most %d", len(b), MaxSchemaBytes)
+		return ""
+	}
+	if _, err := CompileSchema(b); err != nil {
+		d.add(n, path, "", err.Error())
+		return ""
+	}
+	if input {
+		if t, _ := v.(map[string]any)["type"].(string); t != "object" {
+			d.add(n, path, "", `an input schema describes an object: give it "type: object" (a command's input is a JSON object)`)
+			return ""
+		}
+	}
+	return string(b)
 }

@@ -19,6 +19,7 @@
 //     limits (memory, timeout, concurrency, instances, max_input,
 //     max_output, max_request). Fields were only ever added: a station
 //     that predates one refuses a manifest using it as an unknown field.
+//   - 1, 2026-12: commands[].input_schema and commands[].output_schema.
 package manifest
 
 import (
@@ -86,7 +87,21 @@ type Command struct {
 	Name string
 	// Description is one human sentence about what the command does.
 	Description string
+	// InputSchema, when set, is the JSON Schema (draft 2020-12) the
+	// command's input must match, as compact JSON: an object schema
+	// (`"type": "object"`) whose references stay inside it. The station
+	// checks an input against it before the module runs, and MCP clients
+	// see it as the tool's input schema. Nil: any JSON object.
+	InputSchema string
+	// OutputSchema, when set, is the JSON Schema of the command's result,
+	// as compact JSON (any schema, same rules for references). MCP
+	// clients see it as the tool's output schema.
+	OutputSchema string
 }
+
+// MaxSchemaBytes bounds a command's input or output schema, as compact
+// JSON.
+const MaxSchemaBytes = 64 << 10
 
 // Requires lists the capabilities a module asks for. The zero value asks for
 // nothing: no network, no subprocess, no filesystem writes.

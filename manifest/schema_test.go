@@ -27,6 +27,8 @@ var schemaKeys = map[string]string{
 	"Commands":                  "commands",
 	"Commands.Name":             "commands.name",
 	"Commands.Description":      "commands.description",
+	"Commands.InputSchema":      "commands.input_schema",
+	"Commands.OutputSchema":     "commands.output_schema",
 	"Requires":                  "requires",
 	"Requires.Network":          "requires.network",
 	"Requires.Network.Allow":    "requires.network.allow",

@@ -1,6 +1,7 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/sandbox"
@@ -167,6 +169,11 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		e := m.overLimit("input", fmt.Sprintf("input of %d bytes exceeds the limit of %d", len(input), m.limits.MaxInput), int64(m.limits.MaxInput), "limits.max_input")
 		m.rec.Record(e.Decision(call))
 		return nil, &CallError{Module: m.id, Command: command, Kind: KindInput, Msg: e.Reason, Limit: e}
+	}
+	if schema := m.inputSchemas[ci]; schema != nil {
+		if msg := checkInput(schema, input); msg != "" {
+			return nil, fail(KindInput, "the input does not match the command's input_schema: %s", msg)
+		}
 	}
 	if err := m.lim.acquire(ctx); err != nil {
 		return nil, fail(KindBusy, "waiting for a free slot (concurrency %d): %v", m.limits.Concurrency, err)
@@ -329,4 +336,24 @@ func (m *Module) commandIndex(name string) int {
 		}
 	}
 	return -1
+}
+
+// checkInput checks a call's input against its command's input schema and
+// returns what is wrong with it ("" when nothing is). An empty input is the
+// empty object.
+func checkInput(schema *jsonschema.Resolved, input []byte) string {
+	var v any = map[string]any{}
+	if len(bytes.TrimSpace(input)) > 0 {
+		dec := json.NewDecoder(bytes.NewReader(input))
+		if err := dec.Decode(&v); err != nil {
+			return "not JSON: " + err.Error()
+		}
+		if dec.More() {
+			return "more than one JSON value"
+		}
+	}
+	if err := schema.Validate(v); err != nil {
+		return sandbox.SanitizeLimit(err.Error(), 1024)
+	}
+	return ""
 }

@@ -193,3 +193,34 @@ func TestManifestSizeLimits(t *testing.T) {
 		t.Errorf("a small result: %v", err)
 	}
 }
+
+// A command's input_schema is checked before the guest runs: an input that
+// does not match it fails with an input error that quotes the schema's
+// complaint, and the module is not entered; a matching one runs.
+func TestInputSchema(t *testing.T) {
+	h := newHost(t, host.Options{})
+	man := parse(t, `id: test/probe
+version: "1.0.0"
+wasm: module.wasm
+commands:
+  - name: run
+    input_schema:
+      type: object
+      properties: {actions: {type: array, maxItems: 1}}
+      required: [actions]
+requires: {network: {allow: []}, subprocess: false, filesystem_writes: []}
+`)
+	if _, err := h.Load(context.Background(), man, probe.Wasm(t, probe.NoNetworkTag)); err != nil {
+		t.Fatal(err)
+	}
+	for _, in := range [][]byte{probe.Run(probe.Output(1), probe.Output(1)), []byte(`{}`), nil, []byte(`[1]`), []byte(`{"actions": []} {}`), []byte(`{"actions":`)} {
+		_, err := h.Call(context.Background(), "test/probe", probe.Command, in)
+		var ce *host.CallError
+		if !errors.As(err, &ce) || ce.Kind != host.KindInput || !strings.Contains(err.Error(), "input_schema") {
+			t.Errorf("input %s: got %v, want an input error naming the input_schema", in, err)
+		}
+	}
+	if _, err := h.Call(context.Background(), "test/probe", probe.Command, probe.Run(probe.Output(10))); err != nil {
+		t.Errorf("a matching input: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -40,7 +41,10 @@ type Module struct {
 	digest       string
 	commands     []string
 	commandBytes [][]byte // the names as buffers, made once
-	bufBudget    int      // bytes a call's live buffers may hold
+	// inputSchemas are the commands' compiled input_schema, nil where a
+	// command declares none (call checks each input against it).
+	inputSchemas []*jsonschema.Resolved
+	bufBudget    int // bytes a call's live buffers may hold
 	limits       Limits
 	log          *slog.Logger
 	rec          sandbox.Recorder
@@ -103,6 +107,13 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	for _, c := range man.Commands {
 		m.commands = append(m.commands, c.Name)
 		m.commandBytes = append(m.commandBytes, []byte(c.Name))
+		var schema *jsonschema.Resolved
+		if c.InputSchema != "" {
+			if schema, err = manifest.CompileSchema([]byte(c.InputSchema)); err != nil {
+				return nil, fmt.Errorf("commands %s: input_schema: %w", c.Name, err)
+			}
+		}
+		m.inputSchemas = append(m.inputSchemas, schema)
 	}
 	// The network gate always exists: with an empty allowlist it denies every
 	// request (and each denial is audited), so a module that links an HTTP
