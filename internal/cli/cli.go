@@ -23,6 +23,7 @@ import (
 	"github.com/station-dev/station/internal/cli/demo"
 	"github.com/station-dev/station/internal/cli/hub"
 	"github.com/station-dev/station/internal/cli/llm"
+	mcpcmd "github.com/station-dev/station/internal/cli/mcp"
 	"github.com/station-dev/station/internal/cli/module"
 	reportcmd "github.com/station-dev/station/internal/cli/report"
 	"github.com/station-dev/station/internal/cli/run"
@@ -133,6 +134,6 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	cmdutil.HomeFlag(sv, f)
 	// module and hub give the station's flags to the subcommands that use
 	// a station home; demo has a --home of its own.
-	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil))
+	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil), mcpcmd.NewCmdMCP(f, nil))
 	return cmdutil.Group(root)
 }

@@ -50,9 +50,19 @@ type Config struct {
 	// Advisories says what the station does with a module version a
 	// security advisory affects.
 	Advisories Advisories
+	// MCP says what `station mcp` and the daemon's /mcp show MCP clients.
+	MCP MCP
 	// File is the path the configuration was read from, or "" when there
 	// was no file and Config holds the defaults.
 	File string
+}
+
+// MCP holds the settings of the MCP server (docs/mcp.md).
+type MCP struct {
+	// Expose lists the module ids ("owner/slug") whose commands MCP
+	// clients see as tools; nil (the key left out) means every installed
+	// module, an empty list none.
+	Expose []string
 }
 
 // Network holds the operator's settings for module network egress.

@@ -80,6 +80,20 @@ func (d *decoder) config(data []byte) *Config {
 		{"llm", func(v *yaml.Node) { d.llm(v, &c.LLM) }},
 		{"install", func(v *yaml.Node) { d.install(v, &c.Install) }},
 		{"advisories", func(v *yaml.Node) { d.advisories(v, &c.Advisories) }},
+		{"mcp", func(v *yaml.Node) {
+			d.mapping(v, "mcp", []field{
+				{"expose", func(v *yaml.Node) {
+					c.MCP.Expose = []string{}
+					d.list(v, "mcp.expose", func(e *yaml.Node, s string) {
+						if msg := manifest.CheckID(s); msg != "" {
+							d.add(e, "mcp.expose", s, "not a module id: "+msg)
+							return
+						}
+						c.MCP.Expose = append(c.MCP.Expose, s)
+					})
+				}},
+			})
+		}},
 		{"filesystem", func(v *yaml.Node) {
 			d.mapping(v, "filesystem", []field{
 				{"grant", func(v *yaml.Node) {

@@ -61,6 +61,10 @@ const APIVersion = 1
 // mode 0600 and removed when the daemon stops.
 const StateFile = "daemon.json"
 
+// MCPPath is where the daemon serves MCP's streamable HTTP transport
+// (Options.MCP; docs/mcp.md).
+const MCPPath = "/mcp"
+
 // MaxRequestBytes bounds a request body.
 const MaxRequestBytes = 16 << 20
 
@@ -95,6 +99,10 @@ type Options struct {
 	// Ready, if set, is called once the API answers and the state file is
 	// written: clients started after it find the daemon.
 	Ready func()
+	// MCP, if set, is served at /mcp (every method): the MCP server's
+	// streamable HTTP transport (internal/mcpserver), behind the same
+	// checks of Host, Origin and token as the API.
+	MCP http.Handler
 }
 
 // Server is the daemon's HTTP API over one station.
@@ -105,6 +113,7 @@ type Server struct {
 	wf      WorkflowService
 	bg      []func(context.Context)
 	ready   func()
+	mcp     http.Handler
 	token   string
 	inst    string // State.Instance
 	addr    string // the listener's address, for the Host check
@@ -126,7 +135,7 @@ func New(o Options) (*Server, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("daemon: token: %w", err)
 	}
-	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready,
+	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready, mcp: o.MCP,
 		token: base64.RawURLEncoding.EncodeToString(b[:32]), inst: base64.RawURLEncoding.EncodeToString(b[32:]), started: time.Now().UTC()}
 	s.routes()
 	return s, nil
@@ -279,6 +288,9 @@ func (s *Server) routes() {
 	m := http.NewServeMux()
 	for _, e := range s.endpoints() {
 		m.HandleFunc(e.pattern, e.handler)
+	}
+	if s.mcp != nil {
+		m.Handle(MCPPath, s.mcp)
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, &APIError{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path)})

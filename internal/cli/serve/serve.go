@@ -19,6 +19,7 @@ import (
 	"github.com/station-dev/station/internal/daemon"
 	"github.com/station-dev/station/internal/demo"
 	"github.com/station-dev/station/internal/hubsync"
+	"github.com/station-dev/station/internal/mcpserver"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/workflow"
 )
@@ -131,13 +132,18 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	ready := func() {
 		fmt.Fprintf(out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), cmdutil.TermText(s.Home))
 		fmt.Fprintf(out, "token in %s; API reference: docs/api.md\n", cmdutil.TermText(filepath.Join(s.Home, daemon.StateFile)))
+		fmt.Fprintf(out, "MCP (streamable HTTP, the same token as a bearer token): http://%s%s\n", ln.Addr(), daemon.MCPPath)
 		if dm != nil {
 			democmd.PrintTry(out, dm)
 		}
 		fmt.Fprintln(out, "Ctrl-C stops it.")
 	}
+	tools, err := mcpserver.New(ctx, s, mcpserver.Options{Expose: s.Config.MCP.Expose, Version: cmdutil.Version(), Logger: log})
+	if err != nil {
+		return err
+	}
 	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: cmdutil.Version(), Workflows: wfs.Daemon(),
-		Background: []func(context.Context){follow}, Ready: ready})
+		Background: []func(context.Context){follow, tools.Watch}, Ready: ready, MCP: tools.Handler()})
 	if err != nil {
 		return err
 	}
