@@ -36,6 +36,7 @@ import (
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/workflow"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -52,6 +53,9 @@ type Options struct {
 	// Poll is how often the installed modules are read again for changes
 	// made by other processes (default DefaultPoll).
 	Poll time.Duration
+	// Workflows, if set, runs the workflows that are tools (workflows.go);
+	// nil: no workflow is a tool.
+	Workflows *workflow.Service
 }
 
 // DefaultPoll is how often a Server looks for modules installed, upgraded
@@ -164,7 +168,11 @@ func (s *Server) Sync(ctx context.Context) error {
 		}
 	}
 	names := toolNames(exposed, s.manifests(exposed))
-	for _, t := range names {
+	for _, t := range append(names, s.workflowTools(ctx)...) {
+		if _, dup := want[t.name]; dup {
+			s.log.Warn("mcp: two tools would have one name; the second is left out", "tool", t.name, "module", t.key.module)
+			continue
+		}
 		want[t.name] = t
 	}
 
@@ -186,7 +194,11 @@ func (s *Server) Sync(ctx context.Context) error {
 		if _, ok := s.tools[name]; ok {
 			continue
 		}
-		s.mcp.AddTool(t.tool, s.callModule(t))
+		h := s.callModule(t)
+		if t.workflow != nil {
+			h = s.callWorkflow(t)
+		}
+		s.mcp.AddTool(t.tool, h)
 		s.tools[name] = t.key
 	}
 	if len(stale) > 0 || len(want) != len(s.tools) {

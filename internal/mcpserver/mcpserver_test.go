@@ -23,6 +23,7 @@ import (
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/wasmbuild"
+	"github.com/station-dev/station/internal/workflow"
 )
 
 // envStdio makes the test binary `station mcp` for the home it names: the
@@ -547,3 +548,162 @@ func TestStdioMalformedMessages(t *testing.T) {
 	}
 }
 
+// TestUpgradesAndRemovals: an upgrade another process approved changes the
+// tool (its version in the description) and tells the client; an upgrade
+// that asks for more and is not approved changes nothing — the client goes
+// on seeing, and calling, the version that is installed; a removal takes the
+// tool away.
+func TestUpgradesAndRemovals(t *testing.T) {
+	w := newWorld(t)
+	addr, token := w.serveHTTP(t, mcpserver.Options{Poll: 50 * time.Millisecond})
+	changed := make(chan struct{}, 16)
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}},
+		"upgrader", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
+	describe := func() string {
+		list, err := cs.ListTools(context.Background(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tool := range list.Tools {
+			if tool.Name == "pure__run" {
+				return tool.Description
+			}
+		}
+		return ""
+	}
+	waitChanged := func(what string) {
+		t.Helper()
+		select {
+		case <-changed:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no tools/list_changed within 10 s of %s", what)
+		}
+	}
+	other := open(t, w.home)
+	w.install(t, other, pureMod, "1.1.0", "", probe.Wasm(t, probe.NoNetworkTag))
+	waitChanged("an upgrade")
+	fixture.Eventuallyf(t, 5*time.Second, func() bool { return strings.Contains(describe(), "test/pure@1.1.0") }, "the upgraded version in the tool")
+
+	// An escalating upgrade, declined (as a held team change would be):
+	// nothing changes.
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "module.yaml"), []byte("id: test/pure\nversion: \"2.0.0\"\nwasm: module.wasm\ncommands: [{name: run}]\nrequires: {network: {allow: [api.groq.com]}}\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "module.wasm"), probe.Wasm(t), 0o600)
+	if _, err := other.Install(context.Background(), dir, func(p station.Plan) (bool, error) { return false, nil }); err == nil {
+		t.Fatal("a declined upgrade installed")
+	}
+	select {
+	case <-changed:
+		t.Error("tools/list_changed after a declined upgrade")
+	case <-time.After(500 * time.Millisecond):
+	}
+	if d := describe(); !strings.Contains(d, "test/pure@1.1.0") || strings.Contains(d, "groq") {
+		t.Errorf("after a declined upgrade the tool says %q; want the installed 1.1.0", d)
+	}
+	if r := call(t, cs, "pure__run", actions(probe.Output(2))); r.IsError {
+		t.Errorf("the installed version: %q", text(r))
+	}
+
+	if err := other.Remove(context.Background(), pureMod); err != nil {
+		t.Fatal(err)
+	}
+	waitChanged("a removal")
+	fixture.Eventuallyf(t, 5*time.Second, func() bool { return describe() == "" }, "the removed module's tool gone")
+}
+
+// TestExpose: only the modules the operator exposes are tools, listed by
+// station_modules, or in station_audit's answers.
+func TestExpose(t *testing.T) {
+	w := newWorld(t)
+	addr, token := w.serveHTTP(t, mcpserver.Options{Expose: []string{pureMod}})
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, "narrow", nil)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range list.Tools {
+		names = append(names, tool.Name)
+	}
+	if strings.Join(names, ",") != "pure__run,station_audit,station_modules" {
+		t.Errorf("tools %v; want pure's and the station's only", names)
+	}
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "stripe__run", Arguments: actions()}); err == nil {
+		t.Error("a module not exposed was callable")
+	}
+	r := call(t, cs, mcpserver.ModulesTool, map[string]any{})
+	if strings.Contains(text(r), stripeMod) || !strings.Contains(text(r), pureMod) {
+		t.Errorf("station_modules: %s", text(r))
+	}
+	if _, err := w.st.Run(context.Background(), stripeMod, probe.Command, probe.Run(probe.HTTP("GET", "https://api.groq.com/"))); err != nil {
+		t.Fatal(err)
+	}
+	if r := call(t, cs, mcpserver.AuditTool, map[string]any{"module": stripeMod}); !r.IsError {
+		t.Errorf("station_audit of a module not exposed: %s", text(r))
+	}
+	r = call(t, cs, mcpserver.AuditTool, map[string]any{})
+	if strings.Contains(text(r), stripeMod) {
+		t.Errorf("station_audit shows a module not exposed: %s", text(r))
+	}
+}
+
+// TestWorkflowTools: a workflow in STATION_HOME/workflows is the tool
+// workflow__NAME with its declared inputs as the schema; a run goes through
+// the engine (its steps through the module's sandbox); a workflow that uses
+// a module not exposed is no tool.
+func TestWorkflowTools(t *testing.T) {
+	w := newWorld(t)
+	dir := filepath.Join(w.home, mcpserver.WorkflowDir)
+	os.MkdirAll(dir, 0o700)
+	os.WriteFile(filepath.Join(dir, "echo-twice.yaml"), []byte(`description: Runs the pure probe twice
+inputs:
+  bytes: {type: integer, required: true, description: how many bytes each step returns}
+  label: {type: string, default: x}
+steps:
+  - id: one
+    uses: test/pure run
+    with: {actions: [{op: output, bytes: "${{ inputs.bytes }}"}]}
+  - id: two
+    uses: test/pure run
+    needs: [one]
+    with: {actions: [{op: output, bytes: 1}]}
+`), 0o600)
+	os.WriteFile(filepath.Join(dir, "reach.yaml"), []byte("steps:\n  - id: a\n    uses: test/stripe run\n    with: {actions: []}\n"), 0o600)
+	os.WriteFile(filepath.Join(dir, "broken.yaml"), []byte("steps: [\n"), 0o600)
+	wfs, err := workflow.NewService(context.Background(), w.st, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, token := w.serveHTTP(t, mcpserver.Options{Expose: []string{pureMod}, Workflows: wfs})
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, "wf", nil)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tool *mcp.Tool
+	for _, tl := range list.Tools {
+		switch tl.Name {
+		case "workflow__echo_twice":
+			tool = tl
+		case "workflow__reach", "workflow__broken":
+			t.Errorf("%s is a tool: it uses a module not exposed, or does not load", tl.Name)
+		}
+	}
+	if tool == nil {
+		t.Fatalf("no workflow__echo_twice in %v", list.Tools)
+	}
+	b, _ := json.Marshal(tool.InputSchema)
+	if !strings.Contains(string(b), `"required":["bytes"]`) || !strings.Contains(string(b), `"bytes":{"description":"how many bytes each step returns","type":"integer"}`) {
+		t.Errorf("the workflow's input schema %s", b)
+	}
+	if tool.Annotations == nil || !tool.Annotations.ReadOnlyHint {
+		t.Errorf("a workflow of a module that may do nothing: annotations %+v", tool.Annotations)
+	}
+	r := call(t, cs, "workflow__echo_twice", map[string]any{"bytes": 3})
+	if r.IsError || !strings.Contains(text(r), `"status":"succeeded"`) {
+		t.Errorf("a workflow run: %q", text(r))
+	}
+	if r := call(t, cs, "workflow__echo_twice", map[string]any{}); !r.IsError || !strings.Contains(text(r), "bytes") {
+		t.Errorf("a run without its required input: %q", text(r))
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
+	"github.com/station-dev/station/internal/workflow"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -26,6 +27,8 @@ type moduleTool struct {
 	key    toolKey
 	tool   *mcp.Tool
 	output *jsonschema.Resolved // the command's output_schema, when it is an object schema
+	// workflow is set on a workflow's tool (workflows.go).
+	workflow *workflow.Workflow
 }
 
 // toolNames makes the tools of mods (whose parsed manifests are mans, nil

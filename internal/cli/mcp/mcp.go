@@ -21,6 +21,7 @@ import (
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/mcpserver"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/workflow"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -92,7 +93,11 @@ func mcpRun(ctx context.Context, opts *MCPOptions) error {
 	if len(opts.Modules) > 0 {
 		expose = opts.Modules
 	}
-	srv, err := mcpserver.New(ctx, s, mcpserver.Options{Expose: expose, Version: cmdutil.Version(), Logger: opts.Logger(s.Home)})
+	wfs, err := workflow.NewService(ctx, s, opts.IO.Getenv)
+	if err != nil {
+		return err
+	}
+	srv, err := mcpserver.New(ctx, s, mcpserver.Options{Expose: expose, Version: cmdutil.Version(), Logger: opts.Logger(s.Home), Workflows: wfs})
 	if err != nil {
 		return err
 	}

@@ -138,7 +138,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		}
 		fmt.Fprintln(out, "Ctrl-C stops it.")
 	}
-	tools, err := mcpserver.New(ctx, s, mcpserver.Options{Expose: s.Config.MCP.Expose, Version: cmdutil.Version(), Logger: log})
+	tools, err := mcpserver.New(ctx, s, mcpserver.Options{Expose: s.Config.MCP.Expose, Version: cmdutil.Version(), Logger: log, Workflows: wfs})
 	if err != nil {
 		return err
 	}
