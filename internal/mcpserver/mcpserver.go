@@ -300,7 +300,7 @@ func failure(t moduleTool, err error) *mcp.CallToolResult {
 	var ce *host.CallError
 	switch {
 	case errors.As(err, &v):
-		return errorResult(fmt.Sprintf("denied by the sandbox: module %s may not use %s on %q: %s. The operator approved only what its manifest declares; this is not a transient error.", v.Module, v.Capability, v.Target, v.Reason))
+		return errorResult(fmt.Sprintf("denied by the sandbox: module %s (%s): %q %s. The operator approved only what the module's manifest declares; retrying will not help.", v.Module, v.Capability, v.Target, strings.TrimSuffix(v.Reason, ".")))
 	case errors.As(err, &ce) && ce.Kind == host.KindTimeout:
 		return errorResult(err.Error() + " (the module's limits.timeout ended the call)")
 	case errors.As(err, &ce) && ce.Kind == host.KindInput:

@@ -261,7 +261,7 @@ func TestToolsOverBothTransports(t *testing.T) {
 			groqBefore := w.groq.Accepted()
 			r = call(t, cs, "stripe__run", actions(probe.HTTP("GET", "https://api.groq.com/"), probe.Panic("gave up")))
 			msg := text(r)
-			if !r.IsError || !strings.Contains(msg, "test/stripe") || !strings.Contains(msg, "network") || !strings.Contains(msg, `"api.groq.com:443"`) || !strings.Contains(msg, "allowlist") {
+			if !r.IsError || !strings.HasPrefix(msg, `denied by the sandbox: module test/stripe (network): "api.groq.com:443" is not in its allowlist (api.stripe.com)`) {
 				t.Errorf("denied call: isError %v, %q; want module, capability, target and reason", r.IsError, msg)
 			}
 			if n := w.groq.Accepted(); n != groqBefore {
@@ -705,5 +705,35 @@ steps:
 	}
 	if r := call(t, cs, "workflow__echo_twice", map[string]any{}); !r.IsError || !strings.Contains(text(r), "bytes") {
 		t.Errorf("a run without its required input: %q", text(r))
+	}
+}
+
+// TestOutputSchema: a command that declares an output schema is a tool with
+// that outputSchema; a result that matches it is structured content too,
+// one that does not is an error result — a client may trust what it gets.
+func TestOutputSchema(t *testing.T) {
+	w := newWorld(t)
+	w.install(t, w.st, "test/typed", "1.0.0", "    output_schema:\n      type: object\n      properties: {results: {type: array}}\n      required: [results]\n", probe.Wasm(t, probe.NoNetworkTag))
+	w.install(t, w.st, "test/liar", "1.0.0", "    output_schema:\n      type: object\n      required: [invoice_id]\n", probe.Wasm(t, probe.NoNetworkTag))
+	addr, token := w.serveHTTP(t, mcpserver.Options{})
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, "typed", nil)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.Tools {
+		if tl.Name == "typed__run" {
+			if b, _ := json.Marshal(tl.OutputSchema); !strings.Contains(string(b), `"required":["results"]`) {
+				t.Errorf("typed's output schema %s", b)
+			}
+		}
+	}
+	r := call(t, cs, "typed__run", actions(probe.Output(2)))
+	if r.IsError || r.StructuredContent == nil {
+		t.Errorf("a matching result: isError %v, structured %v, %q", r.IsError, r.StructuredContent, text(r))
+	}
+	r = call(t, cs, "liar__run", actions(probe.Output(2)))
+	if !r.IsError || !strings.Contains(text(r), "does not match its output_schema") || r.StructuredContent != nil {
+		t.Errorf("a result against the schema: isError %v, %q", r.IsError, text(r))
 	}
 }
