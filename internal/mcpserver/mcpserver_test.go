@@ -55,7 +55,7 @@ type world struct {
 	writable     string
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t testing.TB) *world {
 	t.Helper()
 	w := &world{home: t.TempDir(), writable: t.TempDir()}
 	ca := fixture.NewCA(t)
@@ -83,7 +83,7 @@ limits: {timeout: 1s}
 	return w
 }
 
-func open(t *testing.T, home string) *station.Station {
+func open(t testing.TB, home string) *station.Station {
 	t.Helper()
 	st, err := station.Open(context.Background(), home, station.Options{Cache: wasmbuild.CacheForTest()})
 	if err != nil {
@@ -95,7 +95,7 @@ func open(t *testing.T, home string) *station.Station {
 
 // install installs the probe as id; rest follows the command's name in the
 // manifest (more of the command, then requires and limits).
-func (w *world) install(t *testing.T, st *station.Station, id, version, rest string, wasm []byte) {
+func (w *world) install(t testing.TB, st *station.Station, id, version, rest string, wasm []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	m := fmt.Sprintf("id: %s\nversion: %q\ndescription: A probe\nwasm: module.wasm\ncommands:\n  - name: %s\n%s", id, version, probe.Command, rest)
@@ -112,7 +112,7 @@ func (w *world) install(t *testing.T, st *station.Station, id, version, rest str
 
 // serveHTTP runs the daemon with its MCP server over w and returns the
 // daemon's address and token.
-func (w *world) serveHTTP(t *testing.T, o mcpserver.Options) (addr, token string) {
+func (w *world) serveHTTP(t testing.TB, o mcpserver.Options) (addr, token string) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	srv, err := mcpserver.New(ctx, w.st, o)
