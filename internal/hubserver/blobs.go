@@ -102,7 +102,8 @@ func (b *BlobDir) Put(ctx context.Context, digest string, data []byte) error {
 		return fmt.Errorf("put blob %s: data has digest %s", digest, got)
 	}
 	if _, err := os.Stat(p); err == nil {
-		return nil // content-addressed: the same bytes are there
+		freshen(p) // content-addressed: the same bytes are there
+		return nil
 	}
 	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
 		return fmt.Errorf("put blob %s: %w", digest, err)
@@ -131,6 +132,15 @@ func (b *BlobDir) Put(ctx context.Context, digest string, data []byte) error {
 		d.Close()
 	}
 	return nil
+}
+
+// freshen sets a blob file's time to now: a blob a publish finds already
+// there (left by one that did not finish) is then as young as one it
+// wrote, so CollectBlobs, which takes only old unnamed blobs, cannot take
+// it before the publish commits the version that names it.
+func freshen(p string) {
+	now := time.Now()
+	os.Chtimes(p, now, now)
 }
 
 // Get returns the blob, checking it against its digest (a corrupted file is
@@ -210,6 +220,7 @@ func (w *blobFile) Commit(digest string) error {
 	if err == nil {
 		if _, serr := os.Stat(p); serr == nil {
 			os.Remove(tmp) // content-addressed: the same bytes are there
+			freshen(p)
 			return nil
 		}
 		err = os.Rename(tmp, p)

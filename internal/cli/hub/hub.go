@@ -43,7 +43,7 @@ accounts and tokens (an operator's commands, on the hub's machine).`,
 	for _, sub := range onStation {
 		cmdutil.StationFlags(sub, f)
 	}
-	c.AddCommand(NewCmdServe(f, nil), NewCmdMigrate(f, nil), NewCmdExport(f, nil), NewCmdImport(f, nil), NewCmdUser(f))
+	c.AddCommand(NewCmdServe(f, nil), NewCmdMigrate(f, nil), NewCmdExport(f, nil), NewCmdImport(f, nil), NewCmdGC(f, nil), NewCmdUser(f))
 	c.AddCommand(onStation...)
 	return cmdutil.Group(c)
 }
