@@ -101,7 +101,9 @@ type Options struct {
 	Ready func()
 	// MCP, if set, is served at /mcp (every method): the MCP server's
 	// streamable HTTP transport (internal/mcpserver), behind the same
-	// checks of Host, Origin and token as the API.
+	// checks of Host, Origin and token as the API. If it has a
+	// CloseSessions method, Serve calls it when it stops, before it waits
+	// for the requests in flight.
 	MCP http.Handler
 }
 
@@ -202,6 +204,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	case err := <-errc:
 		return fmt.Errorf("daemon: %w", err)
 	case <-ctx.Done():
+	}
+	if c, ok := s.mcp.(interface{ CloseSessions() }); ok {
+		c.CloseSessions() // their event streams would hold Shutdown for the whole grace
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()

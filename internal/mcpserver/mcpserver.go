@@ -73,7 +73,7 @@ type Server struct {
 	tools map[string]toolKey // the module tools registered, by tool name
 
 	sessions atomic.Int64 // numbers the sessions that have no id of their own (stdio)
-	names    sync.Map     // *mcp.ServerSession → its trace name
+	names    sync.Map     // *mcp.ServerSession without an id of its own → "stdio-N"
 }
 
 // toolKey is what a module tool was made from: when any of it changes the
@@ -113,11 +113,29 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Handler returns the streamable HTTP handler of the server (the daemon
 // mounts it at /mcp behind its own checks of Host, Origin and token).
-// Every session shares the one tool list.
-func (s *Server) Handler() http.Handler {
-	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+// Every session shares the one tool list. Its CloseSessions ends every
+// session, and with them the event streams clients hold open: the daemon
+// calls it before it shuts its listener down, which would otherwise wait
+// for those streams.
+func (s *Server) Handler() *HTTPHandler {
+	return &HTTPHandler{s: s, h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxRequestBytes,
-	})
+	})}
+}
+
+// HTTPHandler is the server's streamable HTTP transport (Handler).
+type HTTPHandler struct {
+	s *Server
+	h *mcp.StreamableHTTPHandler
+}
+
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.h.ServeHTTP(w, r) }
+
+// CloseSessions ends every session of the server.
+func (h *HTTPHandler) CloseSessions() {
+	for ss := range h.s.mcp.Sessions() {
+		ss.Close()
+	}
 }
 
 // MaxRequestBytes bounds one MCP message, on either transport: a tool's
@@ -224,13 +242,11 @@ func (s *Server) manifests(mods []store.Module) []*manifest.Manifest {
 
 // traceOf names the caller of a tool call for the audit log:
 // "mcp/CLIENT/SESSION", from the name the client gave when it connected
-// (sanitized: it is the client's to choose) and the session's id.
+// (sanitized: it is the client's to choose) and the session's id — over
+// stdio, which has none, "stdio-N" for the process's Nth session.
 func (s *Server) traceOf(ss *mcp.ServerSession) string {
 	if ss == nil {
 		return "mcp"
-	}
-	if v, ok := s.names.Load(ss); ok {
-		return v.(string)
 	}
 	client := "client"
 	if p := ss.InitializeParams(); p != nil && p.ClientInfo != nil && p.ClientInfo.Name != "" {
@@ -243,14 +259,19 @@ func (s *Server) traceOf(ss *mcp.ServerSession) string {
 		return r
 	}, sandbox.SanitizeLimit(client, 64))
 	id := ss.ID()
-	if id == "" {
-		id = fmt.Sprintf("stdio-%d", s.sessions.Add(1))
-	} else if len(id) > 16 {
+	switch {
+	case id == "":
+		// Numbered once per session; a stdio server has one or a few,
+		// so the map stays small (HTTP sessions have ids of their own).
+		v, ok := s.names.Load(ss)
+		if !ok {
+			v, _ = s.names.LoadOrStore(ss, fmt.Sprintf("stdio-%d", s.sessions.Add(1)))
+		}
+		id = v.(string)
+	case len(id) > 16:
 		id = id[:16]
 	}
-	name := "mcp/" + client + "/" + id
-	v, _ := s.names.LoadOrStore(ss, name)
-	return v.(string)
+	return "mcp/" + client + "/" + id
 }
 
 // callModule returns the handler of a module tool: one call of the

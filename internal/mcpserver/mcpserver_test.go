@@ -737,3 +737,40 @@ func TestOutputSchema(t *testing.T) {
 		t.Errorf("a result against the schema: isError %v, %q", r.IsError, text(r))
 	}
 }
+
+// TestDaemonStopsWithClientsConnected: a client holding its event stream
+// open does not keep the daemon from stopping for the whole grace period.
+func TestDaemonStopsWithClientsConnected(t *testing.T) {
+	w := newWorld(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	srv, err := mcpserver.New(ctx, w.st, mcpserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := daemon.New(daemon.Options{Station: w.st, Version: "test", MCP: srv.Handler()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := daemon.Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- d.Serve(ctx, ln, time.Minute) }()
+	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + daemon.MCPPath,
+		HTTPClient: &http.Client{Transport: bearer{d.Token(), http.DefaultTransport}}}, "lingering", nil)
+	if _, err := cs.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // the client's standalone event stream is open
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon still waits for a connected MCP client 10 s after it was told to stop (its grace is a minute)")
+	}
+}
