@@ -33,7 +33,10 @@ const envStdio = "STATION_TEST_MCP_STDIO"
 
 func TestMain(m *testing.M) {
 	if home := os.Getenv(envStdio); home != "" {
-		os.Exit(cli.Main([]string{"mcp", "--home", home}, os.Stdin, os.Stdout, os.Stderr))
+		// The tests' compilation cache (on disk, shared by the test
+		// processes), so the child does not compile the probe again.
+		os.Exit(cli.Run(context.Background(), []string{"mcp", "--home", home},
+			cli.IO{In: os.Stdin, Out: os.Stdout, Err: os.Stderr, Getenv: os.Getenv, Cache: wasmbuild.CacheForTest()}))
 	}
 	os.Exit(m.Run())
 }
