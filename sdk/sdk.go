@@ -39,10 +39,24 @@
 // Outside the station (any GOOS but wasip1) the package compiles too, so a
 // module's handlers can be unit-tested natively with Invoke.
 //
+// The package also exports station_describe, which `station module build`
+// calls to learn the JSON Schemas of each command's input and result,
+// derived from Handle's In and Out types (see Describe), and writes them
+// into module.yaml: the station checks inputs against them, and MCP
+// clients see them. Name fields with json tags and describe them with
+// jsonschema tags:
+//
+//	type greetIn struct {
+//		Name     string `json:"name" jsonschema:"who to greet"`
+//		Language string `json:"language,omitempty"` // optional: omitempty
+//	}
+//
 // # Version history
 //
 //   - ABI 1 (abi.Version): Handle, HandleRaw, Invoke, Log, Logger, HostError;
 //     package shttp.
+//   - Added within ABI 1: Describe and the station_describe export, used
+//     at build time only (a module without it builds and runs as before).
 package sdk
 
 import (
@@ -70,6 +84,9 @@ type handler struct {
 	// (HandleRaw) owns input and returns a result it may keep.
 	run func(ctx context.Context, input, out []byte) ([]byte, error)
 	raw bool
+	// in and out are a typed command's In and Out, whose JSON Schemas
+	// Describe derives; nil for a raw command.
+	in, out reflect.Type
 }
 
 // registry maps command names to commands. Registering copies the map, so a
@@ -93,8 +110,9 @@ func Handle[In, Out any](name string, fn func(ctx context.Context, in In) (Out, 
 		panic("sdk: Handle " + name + ": nil function")
 	}
 	// Plans for the JSON fast path (fastjson.go); nil: encoding/json only.
-	inPlan, outPlan := planFor(reflect.TypeFor[In]()), planFor(reflect.TypeFor[Out]())
-	register(&handler{name: name, run: func(ctx context.Context, input, buf []byte) ([]byte, error) {
+	inType, outType := reflect.TypeFor[In](), reflect.TypeFor[Out]()
+	inPlan, outPlan := planFor(inType), planFor(outType)
+	register(&handler{name: name, in: inType, out: outType, run: func(ctx context.Context, input, buf []byte) ([]byte, error) {
 		var in In
 		if inPlan == nil || !decodeFast(input, unsafe.Pointer(&in), inPlan) {
 			// A fresh value, so that encoding/json sees nothing the fast

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/sdk/internal/hostcall"
@@ -15,6 +16,22 @@ import (
 //
 //go:wasmexport station_abi_1
 func stationABI1() {}
+
+// described holds the document stationDescribe returned, where the
+// builder reads it (Go's heap does not move).
+var described []byte
+
+// stationDescribe is the optional station_describe export (docs/abi.md):
+// `station module build` calls it, once, to write the commands' JSON
+// Schemas into module.yaml; the station never calls it at install or run.
+// It returns where Describe's document is in memory: its address in the
+// high 32 bits, its length in the low 32.
+//
+//go:wasmexport station_describe
+func stationDescribe() uint64 {
+	described = Describe()
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(described))))<<32 | uint64(len(described))
+}
 
 // Buffers reused from call to call (calls on an instance never overlap):
 // every allocation in a guest is expensive inside the station (see
