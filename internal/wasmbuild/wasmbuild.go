@@ -1,7 +1,9 @@
 // Package wasmbuild compiles Go guest modules to WebAssembly with the stock
 // toolchain: Build for the CLI, ForTest for tests, which build their guest
 // modules from source (nothing binary is committed) and cache the result
-// across test processes.
+// across test processes. After a build, Describe asks the module for its
+// commands' JSON Schemas (the Go SDK's station_describe), and AddSchemas
+// writes them into its module.yaml.
 package wasmbuild
 
 import (
