@@ -72,7 +72,9 @@ func assemble(imports []wimport, funcs []wfunc, data string) []byte {
 		return b
 	}
 	name := func(s string) []byte { return append(uleb(uint64(len(s))), s...) }
-	section := func(id byte, content []byte) []byte { return append(append([]byte{id}, uleb(uint64(len(content)))...), content...) }
+	section := func(id byte, content []byte) []byte {
+		return append(append([]byte{id}, uleb(uint64(len(content)))...), content...)
+	}
 	functype := func(params, results []byte) []byte {
 		return append(append([]byte{0x60}, vec(bytesOf(params)...)...), vec(bytesOf(results)...)...)
 	}
@@ -173,8 +175,9 @@ func TestDescribeHandAssembled(t *testing.T) {
 		t.Errorf("stubbed imports: %v", err)
 	}
 
-	loop := []byte{0x03, 0x40, 0x0c, 0x00, 0x0b} // loop br 0 end
-	sleepSub := string(make([]byte, 16)) + "\x01\x00\x00\x00\x00\x00\x00\x00" + "\x00\x10\xa5\xd4\xe8\x00\x00\x00" // monotonic, 1000 s
+	// loop br 0 end; a clock subscription of 1000 s (poll_oneoff).
+	loop := []byte{0x03, 0x40, 0x0c, 0x00, 0x0b}
+	sleepSub := string(make([]byte, 16)) + "\x01\x00\x00\x00\x00\x00\x00\x00" + "\x00\x10\xa5\xd4\xe8\x00\x00\x00"
 	tests := []struct {
 		name    string
 		wasm    []byte
