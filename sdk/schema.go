@@ -38,10 +38,11 @@ import (
 //   - a map with string, integer or text-marshaling keys is an object whose
 //     values are its element, or null;
 //   - a pointer is its element, or null;
-//   - time.Time is a string of format date-time; a type that encodes itself
-//     (MarshalJSON for Out, UnmarshalJSON for In) is any value, and one
-//     that encodes itself as text (MarshalText, UnmarshalText) is a string;
-//     an interface (any, error) and json.RawMessage are any value;
+//   - time.Time is a string of format date-time, json.Number a number; a
+//     type that encodes itself (MarshalJSON for Out, UnmarshalJSON for In)
+//     is any value, and one that encodes itself as text (MarshalText,
+//     UnmarshalText) is a string; an interface (any, error) and
+//     json.RawMessage are any value;
 //   - a recursive type is written once, under $defs, and referred to with
 //     $ref.
 //
@@ -154,6 +155,7 @@ var errTooLarge = errors.New("the schema would be larger than a manifest takes (
 
 var (
 	timeType     = reflect.TypeFor[time.Time]()
+	numberType   = reflect.TypeFor[json.Number]()
 	anySchema    = schemaObject{}
 	stringSchema = schemaObject{{"type", "string"}}
 )
@@ -306,8 +308,11 @@ func (g *schemaGen) defName(t reflect.Type) string {
 
 // build returns the schema of t (not a pointer) by its kind.
 func (g *schemaGen) build(t reflect.Type, path string) (schemaObject, error) {
-	if t == timeType {
+	switch t {
+	case timeType:
 		return schemaObject{{"type", "string"}, {"format", "date-time"}}, nil
+	case numberType: // encoding/json writes its text as a number
+		return schemaObject{{"type", "number"}}, nil
 	}
 	if s, ok := g.custom(t); ok {
 		return s, nil

@@ -77,6 +77,7 @@ type (
 		Any     any                `json:"any"`
 		Err     error              `json:"err"`
 		Dur     time.Duration      `json:"dur"`
+		Num     json.Number        `json:"num"`
 		Addr    netip.Addr         `json:"addr"` // MarshalText and UnmarshalText
 		AddrMap map[netip.Addr]int `json:"addr_map"`
 	}
@@ -101,6 +102,11 @@ type (
 		P int `json:"p"`
 	}
 	empty struct{}
+	// SelfEmbed embeds a pointer to itself: encoding/json visits it once.
+	SelfEmbed struct {
+		*SelfEmbed
+		X int `json:"x"`
+	}
 )
 
 // Custom encodings: each implements what its name says, and no more.
@@ -177,12 +183,17 @@ func TestSchemas(t *testing.T) {
 		{
 			name:  "special",
 			typ:   reflect.TypeFor[special](),
-			input: `{"type":"object","properties":{"time":{"type":"string","format":"date-time"},"time_ptr":{"type":["null","string"],"format":"date-time"},"raw":{},"any":{},"err":{},"dur":{"type":"integer"},"addr":{"type":"string"},"addr_map":{"type":["null","object"],"additionalProperties":{"type":"integer"}}},"required":["time","time_ptr","raw","any","err","dur","addr","addr_map"],"additionalProperties":false}`,
+			input: `{"type":"object","properties":{"time":{"type":"string","format":"date-time"},"time_ptr":{"type":["null","string"],"format":"date-time"},"raw":{},"any":{},"err":{},"dur":{"type":"integer"},"num":{"type":"number"},"addr":{"type":"string"},"addr_map":{"type":["null","object"],"additionalProperties":{"type":"integer"}}},"required":["time","time_ptr","raw","any","err","dur","num","addr","addr_map"],"additionalProperties":false}`,
 		},
 		{
 			name:  "embedding",
 			typ:   reflect.TypeFor[embedded](),
 			input: `{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"},"p":{"type":"integer"},"Named":{"type":"string"},"tagged":{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"integer"}},"required":["a","b"],"additionalProperties":false},"c":{"type":"string"}},"required":["a","b","Named","tagged","c"],"additionalProperties":false}`,
+		},
+		{
+			name:   "embedding itself",
+			typ:    reflect.TypeFor[SelfEmbed](),
+			output: `{"type":"object","properties":{"x":{"type":"integer"}},"required":["x"],"additionalProperties":false}`,
 		},
 		{
 			name:   "empty struct",
@@ -279,7 +290,8 @@ func TestSchemasAcceptWhatEncodingJSONWrites(t *testing.T) {
 		scalars{}, scalars{B: true, S: "x", F32: 1.5, I8: math.MinInt8, U64: math.MaxUint64, I64: math.MinInt64},
 		tagged{}, tagged{Plain: "p", Optional: "o", Zero: 3, Quoted: 7, QuotedPtr: new(bool), Described: 2.5},
 		containers{}, containers{Ptr: new(string), PtrPtr: &np, Slice: []string{"a"}, Bytes: []byte("hi"), Map: map[string]int{"k": 1}, IntMap: map[int64]bool{-3: true}, AnyMap: map[string]any{"x": []any{1, "y"}}, Nested: []map[string]*int{nil, {"a": nil, "b": &n}}},
-		special{}, special{Time: tm, TimePtr: &tm, Raw: json.RawMessage(`{"free":[1]}`), Any: map[string]any{"a": 1}, Dur: time.Second, Addr: netip.MustParseAddr("192.0.2.1"), AddrMap: map[netip.Addr]int{netip.MustParseAddr("::1"): 1}},
+		special{Num: "0"}, special{Num: "-1.5e3", Time: tm, TimePtr: &tm, Raw: json.RawMessage(`{"free":[1]}`), Any: map[string]any{"a": 1}, Dur: time.Second, Addr: netip.MustParseAddr("192.0.2.1"), AddrMap: map[netip.Addr]int{netip.MustParseAddr("::1"): 1}},
+		SelfEmbed{X: 1}, SelfEmbed{SelfEmbed: &SelfEmbed{X: 2}, X: 1},
 		embedded{}, embedded{inner: inner{A: 1}, Pointed: &Pointed{P: 2}, Named: "n", C: "c"},
 		empty{}, &inner{A: 1}, (*inner)(nil),
 		map[string][]int{"a": {1}}, map[string][]int(nil),
