@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -228,8 +227,10 @@ func (e *editor) command(item *yaml.Node, next int, c manifest.Command, cd Comma
 	itemEnd := e.lastLine(item.Line-1, next, keyCol) + 1
 	for _, s := range slots {
 		k, v, nextKey := lookup(item, s.key)
+		text := "" // the derived schema's YAML, if the manifest takes it
 		if s.derived != nil {
-			if err := checkSchema(s.derived, s.what == "input"); err != nil {
+			var err error
+			if text, err = e.derivedText(s.key, s.derived, max(keyCol-1, 0)); err != nil {
 				notes = append(notes, fmt.Sprintf("%s: the derived %s schema is not written: %v", c.Name, s.what, err))
 				s.derived = nil
 				if k == nil || !derived(k, v) {
@@ -250,14 +251,6 @@ func (e *editor) command(item *yaml.Node, next int, c manifest.Command, cd Comma
 		case flow:
 			notes = append(notes, fmt.Sprintf("%s: its %s schema is not written: the command is written in flow style ({...}); write it as a block mapping", c.Name, s.what))
 			continue
-		}
-		text := ""
-		if s.derived != nil {
-			var err error
-			if text, err = e.schemaText(s.key, s.derived, keyCol-1); err != nil {
-				notes = append(notes, fmt.Sprintf("%s: the derived %s schema is not written: %v", c.Name, s.what, err))
-				continue
-			}
 		}
 		*s.want = compact(s.derived)
 		switch {
@@ -327,9 +320,39 @@ func (e *editor) lastLine(from, to, col int) int {
 	return from
 }
 
+// derivedText returns the YAML of key: schema for a command whose keys are
+// indented by indent spaces, with the file's line endings, or why the
+// manifest would refuse the schema: it is checked by parsing a manifest
+// that declares it, so that what is written is what the manifest takes.
+func (e *editor) derivedText(key string, schema json.RawMessage, indent int) (string, error) {
+	c := json.RawMessage(compact(schema))
+	if len(c) > manifest.MaxSchemaBytes {
+		return "", fmt.Errorf("it is %d bytes as JSON; a manifest takes at most %d", len(c), manifest.MaxSchemaBytes)
+	}
+	probe, err := schemaText(key, c, 4)
+	if err != nil {
+		return "", err
+	}
+	if _, err := manifest.Parse(manifest.FileName, []byte(probeManifest+probe)); err != nil {
+		var me *manifest.Error
+		if !errors.As(err, &me) {
+			return "", err
+		}
+		if field := strings.TrimPrefix(strings.TrimPrefix(me.Field, "commands[0]."+key), "."); field != "" {
+			return "", fmt.Errorf("%s: %s", field, me.Msg)
+		}
+		return "", errors.New(me.Msg)
+	}
+	text, err := schemaText(key, c, indent)
+	return strings.ReplaceAll(text, "\n", e.newline), err
+}
+
+// probeManifest is the manifest derivedText adds a schema to, to check it.
+const probeManifest = "id: probe/probe\nversion: \"1.0.0\"\nwasm: m.wasm\ncommands:\n  - name: probe\n"
+
 // schemaText returns the YAML of key: schema, indented by indent spaces,
 // with DerivedComment on the key's line.
-func (e *editor) schemaText(key string, schema json.RawMessage, indent int) (string, error) {
+func schemaText(key string, schema json.RawMessage, indent int) (string, error) {
 	dec := json.NewDecoder(bytes.NewReader(schema))
 	dec.UseNumber()
 	v, err := jsonNode(dec, 0)
@@ -350,7 +373,7 @@ func (e *editor) schemaText(key string, schema json.RawMessage, indent int) (str
 	var out strings.Builder
 	pad := strings.Repeat(" ", indent)
 	for line := range strings.Lines(b.String()) {
-		out.WriteString(pad + strings.TrimSuffix(line, "\n") + e.newline)
+		out.WriteString(pad + line)
 	}
 	return out.String(), nil
 }
@@ -472,53 +495,6 @@ func splitLines(src []byte) []string {
 		lines = append(lines, l)
 	}
 	return lines
-}
-
-// checkSchema checks a derived schema as the manifest will: at most
-// manifest.MaxSchemaBytes as JSON, nested at most yamlx.MaxJSONDepth
-// deep, a usable JSON Schema, and an object schema for an input.
-func checkSchema(b json.RawMessage, input bool) error {
-	c := compact(b)
-	if len(c) > manifest.MaxSchemaBytes {
-		return fmt.Errorf("it is %d bytes as JSON; a manifest takes at most %d", len(c), manifest.MaxSchemaBytes)
-	}
-	if d := jsonDepth([]byte(c)); d > yamlx.MaxJSONDepth {
-		return fmt.Errorf("it is nested %d levels deep; a manifest takes at most %d", d, yamlx.MaxJSONDepth)
-	}
-	if _, err := manifest.CompileSchema([]byte(c)); err != nil {
-		return err
-	}
-	if input {
-		var v struct {
-			Type any `json:"type"`
-		}
-		if json.Unmarshal([]byte(c), &v) != nil || v.Type != "object" {
-			return errors.New(`an input schema must have "type": "object"`)
-		}
-	}
-	return nil
-}
-
-// jsonDepth returns how deep the JSON document b nests, as the manifest
-// counts: the document's own values at 0, their members' at 1, and so on.
-func jsonDepth(b []byte) int {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	depth, deepest := 0, 0
-	for {
-		tok, err := dec.Token()
-		if err == io.EOF || err != nil {
-			return deepest
-		}
-		switch tok {
-		case json.Delim('{'), json.Delim('['):
-			depth++
-			if dec.More() {
-				deepest = max(deepest, depth)
-			}
-		case json.Delim('}'), json.Delim(']'):
-			depth--
-		}
-	}
 }
 
 // compact returns the JSON b compacted, or "" for none.

@@ -217,20 +217,26 @@ func TestAddSchemasNotes(t *testing.T) {
 	d := &Description{Commands: map[string]CommandDescription{
 		"greet": {InputSchema: json.RawMessage(`{"type":"string"}`), OutputSchema: json.RawMessage(`{"$ref":"https://evil.example/schema.json"}`), Notes: []string{"output: a note of the module's"}},
 		"wave":  {InputSchema: json.RawMessage(deep), OutputSchema: json.RawMessage(large)},
+		"bool":  {OutputSchema: json.RawMessage(`true`)},
+		"huge":  {OutputSchema: json.RawMessage(`{"type":"integer","maximum":18446744073709551615}`)},
 	}}
 	for i := range 12 {
 		d.Commands[fmt.Sprintf("extra-%02d\x1b[2J", i)] = CommandDescription{}
 	}
-	e := addSchemas(t, bare, d)
-	if e.Changed || string(e.Manifest) != bare || e.Written != nil {
+	src := bare + "" // and two more commands
+	src = strings.Replace(src, "requires:", "  - name: bool\n  - name: huge\nrequires:", 1)
+	e := addSchemas(t, src, d)
+	if e.Changed || string(e.Manifest) != src || e.Written != nil {
 		t.Errorf("nothing to write, but: %+v", e)
 	}
 	notes := strings.Join(e.Notes, "\n")
 	for _, want := range []string{
 		"greet: output: a note of the module's",
-		`greet: the derived input schema is not written: an input schema must have "type": "object"`,
-		"greet: the derived output schema is not written: ",
-		"wave: the derived input schema is not written: it is nested 72 levels deep; a manifest takes at most 64",
+		`greet: the derived input schema is not written: an input schema describes an object: give it "type: object"`,
+		"greet: the derived output schema is not written: not a usable JSON Schema: ",
+		"wave: the derived input schema is not written: nested deeper than 64 levels",
+		"bool: the derived output schema is not written: must be a mapping (a JSON Schema), not a boolean",
+		"huge: the derived output schema is not written: maximum: 18446744073709551615 is out of range for an integer",
 		"wave: the derived output schema is not written: it is 65570 bytes as JSON; a manifest takes at most 65536",
 		`the module registers "extra-00\x1b[2J", `,
 		`"extra-09\x1b[2J" and 2 more, which module.yaml does not list`,
@@ -292,14 +298,6 @@ func checkSchemas(t *testing.T, b []byte, want map[string][2]string) {
 		}
 		if !sameJSON(c.InputSchema, w[0]) || !sameJSON(c.OutputSchema, w[1]) {
 			t.Errorf("%s: schemas %s and %s, want %s and %s", name, c.InputSchema, c.OutputSchema, w[0], w[1])
-		}
-	}
-}
-
-func TestJSONDepth(t *testing.T) {
-	for doc, want := range map[string]int{`1`: 0, `{}`: 0, `{"a":1}`: 1, `[[]]`: 1, `{"a":[1]}`: 2, `{"a":{"b":{}}}`: 2, `[[[[0]]]]`: 4} {
-		if got := jsonDepth([]byte(doc)); got != want {
-			t.Errorf("jsonDepth(%s) = %d, want %d", doc, got, want)
 		}
 	}
 }
