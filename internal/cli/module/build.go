@@ -100,7 +100,8 @@ type BuildResult struct {
 	// ("create-invoice: input, output").
 	Manifest string   `json:"manifest,omitempty"`
 	Schemas  []string `json:"schemas"`
-	// Notes say which schemas were not written, and why.
+	// Notes are for the module's author: the schemas not written and
+	// why, the commands module.yaml and the module disagree on.
 	Notes []string `json:"notes"`
 }
 
@@ -160,7 +161,7 @@ func writeSchemas(ctx context.Context, opts *BuildOptions, wasmFile string, res 
 		return nil // not a module that describes itself
 	}
 	file := filepath.Join(opts.Dir, manifest.FileName)
-	src, err := os.ReadFile(file)
+	src, err := readManifest(file)
 	if err != nil {
 		return err
 	}
@@ -177,6 +178,17 @@ func writeSchemas(ctx context.Context, opts *BuildOptions, wasmFile string, res 
 	}
 	res.Manifest, res.Schemas = file, append(res.Schemas, edit.Written...)
 	return nil
+}
+
+// readManifest reads the manifest file, again, after the build: no more
+// than a manifest may be (AddSchemas refuses a longer one).
+func readManifest(file string) ([]byte, error) {
+	f, err := os.Open(file)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return io.ReadAll(io.LimitReader(f, manifest.MaxFileSize+1))
 }
 
 // replaceFile replaces the file name (the one a symbolic link leads to)
