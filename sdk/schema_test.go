@@ -6,12 +6,16 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
+	"testing/quick"
 	"time"
 	"unsafe"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/station-dev/station/manifest"
 )
@@ -618,5 +622,98 @@ func TestAppendJSONString(t *testing.T) {
 		if strings.Contains(b.String(), `\u003c`) || strings.Contains(b.String(), `\u0026`) {
 			t.Errorf("%q: HTML-escaped: %s", s, b.Bytes())
 		}
+	}
+}
+
+// TestSchemasOfRandomTypes builds random types (structs of scalars,
+// pointers, slices, arrays, maps and structs, with json tag options) and
+// random values of them, and checks that the output schema accepts what
+// encoding/json writes, and the input schema too.
+func TestSchemasOfRandomTypes(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	scalars := []reflect.Type{
+		reflect.TypeFor[bool](), reflect.TypeFor[string](), reflect.TypeFor[int8](), reflect.TypeFor[int16](),
+		reflect.TypeFor[int32](), reflect.TypeFor[int64](), reflect.TypeFor[uint8](), reflect.TypeFor[uint16](),
+		reflect.TypeFor[uint32](), reflect.TypeFor[uint64](), reflect.TypeFor[float32](), reflect.TypeFor[float64](),
+		reflect.TypeFor[[]byte](),
+	}
+	var randomType func(depth int) reflect.Type
+	randomType = func(depth int) reflect.Type {
+		if depth > 2 {
+			return scalars[r.Intn(len(scalars))]
+		}
+		switch r.Intn(7) {
+		case 0:
+			return reflect.PointerTo(randomType(depth + 1))
+		case 1:
+			return reflect.SliceOf(randomType(depth + 1))
+		case 2:
+			return reflect.ArrayOf(r.Intn(3), randomType(depth+1))
+		case 3:
+			return reflect.MapOf(reflect.TypeFor[string](), randomType(depth+1))
+		case 4:
+			var fields []reflect.StructField
+			for i := range r.Intn(4) {
+				ft := randomType(depth + 1)
+				tag := fmt.Sprintf(`json:"f%d`, i)
+				switch r.Intn(4) {
+				case 0:
+					tag += ",omitempty"
+				case 1:
+					if k := ft.Kind(); k != reflect.Slice && k != reflect.Map && k != reflect.Array && k != reflect.Struct {
+						tag += ",string"
+					}
+				}
+				fields = append(fields, reflect.StructField{Name: fmt.Sprintf("F%d", i), Type: ft, Tag: reflect.StructTag(tag + `"`)})
+			}
+			return reflect.StructOf(fields)
+		}
+		return scalars[r.Intn(len(scalars))]
+	}
+	compile := func(s schemaObject) *jsonschema.Resolved {
+		r, err := manifest.CompileSchema([]byte(encoded(s)))
+		if err != nil {
+			t.Fatalf("%s: %v", encoded(s), err)
+		}
+		return r
+	}
+	checked := 0
+	for range 300 {
+		typ := randomType(0)
+		out, err := outputSchema(typ)
+		if err != nil {
+			t.Fatalf("%s: %v", typ, err)
+		}
+		outR := compile(out)
+		var inR *jsonschema.Resolved
+		if in, err := inputSchema(typ); err == nil {
+			inR = compile(in)
+		}
+		for range 5 {
+			v, ok := quick.Value(typ, r)
+			if !ok {
+				t.Fatalf("no value of %s", typ)
+			}
+			b, err := json.Marshal(v.Interface())
+			if err != nil {
+				continue // NaN and infinities have no JSON
+			}
+			var doc any
+			if err := json.Unmarshal(b, &doc); err != nil {
+				t.Fatal(err)
+			}
+			if err := outR.Validate(doc); err != nil {
+				t.Errorf("%s: the output schema refuses %s: %v", typ, b, err)
+			}
+			if inR != nil && doc != nil { // an input is an object, never null
+				if err := inR.Validate(doc); err != nil {
+					t.Errorf("%s: the input schema refuses %s: %v", typ, b, err)
+				}
+			}
+			checked++
+		}
+	}
+	if checked < 1000 {
+		t.Errorf("only %d values checked", checked)
 	}
 }
