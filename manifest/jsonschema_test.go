@@ -1,6 +1,7 @@
 package manifest
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -63,8 +64,20 @@ func TestCommandSchemasRefused(t *testing.T) {
 		{"a string", "    input_schema: object\n", "a mapping"},
 		{"not an object schema", "    input_schema: {type: string}\n", `type: object`},
 		{"no type", "    input_schema: {properties: {a: {type: string}}}\n", `type: object`},
-		{"a remote reference", "    input_schema: {type: object, properties: {a: {$ref: \"https://evil.example/s.json\"}}}\n", "JSON Schema"},
-		{"a dangling reference", "    input_schema: {type: object, properties: {a: {$ref: \"#/$defs/none\"}}}\n", "JSON Schema"},
+		{"a remote reference", "    input_schema: {type: object, properties: {a: {$ref: \"https://evil.example/s.json\"}}}\n", "nothing is loaded from elsewhere"},
+		{"a relative reference", "    input_schema: {type: object, properties: {a: {$ref: \"other.json#/x\"}}}\n", "nothing is loaded from elsewhere"},
+		{"a dangling reference", "    input_schema: {type: object, properties: {a: {$ref: \"#/$defs/none\"}}}\n", "points at nothing"},
+		{"a reference to itself", "    input_schema: {type: object, $ref: \"#\"}\n", "refers to itself"},
+		{"a cycle through allOf and anyOf", "    input_schema: {type: object, $defs: {a: {allOf: [{$ref: \"#/$defs/b\"}]}, b: {anyOf: [{$ref: \"#/$defs/a\"}]}}, $ref: \"#/$defs/a\"}\n", "refers to itself"},
+		{"a recursive type", "    input_schema: {type: object, properties: {next: {$ref: \"#\"}}}\n", "refers to itself"},
+		{"a cycle with a default", "    input_schema: {type: object, $defs: {a: {default: 1, not: {$ref: \"#/$defs/a\"}}}, properties: {x: {$ref: \"#/$defs/a\"}}}\n", "refers to itself"},
+		{"an anchor", "    input_schema: {type: object, $anchor: a, not: {$ref: \"#a\"}}\n", "not supported"},
+		{"a dynamic reference", "    input_schema: {type: object, $dynamicRef: \"#x\"}\n", "not supported"},
+		{"an $id below the root", "    input_schema: {type: object, properties: {a: {$id: \"https://evil.example/\"}}}\n", "only at the schema's root"},
+		{"an MCP header keyword", "    input_schema: {type: object, properties: {a: {type: string, x-mcp-header: {}}}}\n", "MCP's own keyword"},
+		{"a control character in a description", "    input_schema: {type: object, properties: {a: {type: string, description: \"\\e]8;;https://evil.example\\e\\\\x\"}}}\n", "control character"},
+		{"a bidirectional override in an enum", "    input_schema: {type: object, properties: {a: {enum: [\"safe\\u202e\"]}}}\n", "control character"},
+		{"a control character in a key", "    input_schema: {type: object, properties: {\"a\\u0007\": {type: string}}}\n", "control character"},
 		{"a wrong keyword type", "    input_schema: {type: object, required: yes}\n", "JSON Schema"},
 		{"a bad pattern", "    input_schema: {type: object, properties: {a: {type: string, pattern: \"(\"}}}\n", "JSON Schema"},
 		{"a timestamp", "    input_schema: {type: object, default: 2026-12-02T10:00:00Z}\n", "not a JSON value"},
@@ -79,5 +92,43 @@ func TestCommandSchemasRefused(t *testing.T) {
 				t.Errorf("Parse = %v, want an error naming commands[0] and saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestCommandSchemaCost: a schema whose check would cost exponentially in
+// its own size (anyOf of anyOf of … a shared definition) is refused at
+// parse; a big one that is cheap is not; and an input too big for its
+// schema's cost is refused before it is checked.
+func TestCommandSchemaCost(t *testing.T) {
+	var defs strings.Builder
+	for i := range 40 {
+		fmt.Fprintf(&defs, "d%d: {anyOf: [{$ref: \"#/$defs/d%d\"}, {$ref: \"#/$defs/d%d\"}]}, ", i, i+1, i+1)
+	}
+	defs.WriteString("d40: {type: string}")
+	_, err := Parse("module.yaml", []byte(schemaHead+"    input_schema: {type: object, $defs: {"+defs.String()+"}, properties: {a: {$ref: \"#/$defs/d0\"}}}\n"))
+	if err == nil || !strings.Contains(err.Error(), "too complex") {
+		t.Errorf("an exponential schema: %v, want it refused as too complex", err)
+	}
+	var props strings.Builder
+	for i := range 500 {
+		fmt.Fprintf(&props, "p%d: {type: string, maxLength: 10}, ", i)
+	}
+	if _, err := Parse("module.yaml", []byte(schemaHead+"    input_schema: {type: object, properties: {"+props.String()+"}}\n")); err != nil {
+		t.Errorf("500 plain properties: %v", err)
+	}
+
+	s, err := CompileSchema([]byte(`{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[{"type":"string"},{"type":"integer"}]}}}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := make([]any, MaxSchemaWork/s.paths+1)
+	for i := range big {
+		big[i] = "x"
+	}
+	if err := s.Validate(map[string]any{"a": big}); err == nil || !strings.Contains(err.Error(), "too large to check") {
+		t.Errorf("an input beyond the schema's work bound: %v", err)
+	}
+	if err := s.Validate(map[string]any{"a": big[:1000]}); err != nil {
+		t.Errorf("a fair input: %v", err)
 	}
 }

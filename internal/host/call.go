@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/station-dev/station/abi"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/manifest"
 )
 
 // ErrorKind classifies a failed call.
@@ -170,15 +170,17 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		m.rec.Record(e.Decision(call))
 		return nil, &CallError{Module: m.id, Command: command, Kind: KindInput, Msg: e.Reason, Limit: e}
 	}
+	if err := m.lim.acquire(ctx); err != nil {
+		return nil, fail(KindBusy, "waiting for a free slot (concurrency %d): %v", m.limits.Concurrency, err)
+	}
+	defer m.lim.release()
+	// In the module's slot: the check's cost is bounded (manifest.MaxSchemaWork),
+	// and the module's concurrency bounds how many run at once.
 	if schema := m.inputSchemas[ci]; schema != nil {
 		if msg := checkInput(schema, input); msg != "" {
 			return nil, fail(KindInput, "the input does not match the command's input_schema: %s", msg)
 		}
 	}
-	if err := m.lim.acquire(ctx); err != nil {
-		return nil, fail(KindBusy, "waiting for a free slot (concurrency %d): %v", m.limits.Concurrency, err)
-	}
-	defer m.lim.release()
 
 	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
 	defer cancel()
@@ -341,7 +343,7 @@ func (m *Module) commandIndex(name string) int {
 // checkInput checks a call's input against its command's input schema and
 // returns what is wrong with it ("" when nothing is). An empty input is the
 // empty object.
-func checkInput(schema *jsonschema.Resolved, input []byte) string {
+func checkInput(schema *manifest.CommandSchema, input []byte) string {
 	var v any = map[string]any{}
 	if len(bytes.TrimSpace(input)) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(input))

@@ -14,7 +14,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
@@ -43,7 +42,7 @@ type Module struct {
 	commandBytes [][]byte // the names as buffers, made once
 	// inputSchemas are the commands' compiled input_schema, nil where a
 	// command declares none (call checks each input against it).
-	inputSchemas []*jsonschema.Resolved
+	inputSchemas []*manifest.CommandSchema
 	bufBudget    int // bytes a call's live buffers may hold
 	limits       Limits
 	log          *slog.Logger
@@ -107,7 +106,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	for _, c := range man.Commands {
 		m.commands = append(m.commands, c.Name)
 		m.commandBytes = append(m.commandBytes, []byte(c.Name))
-		var schema *jsonschema.Resolved
+		var schema *manifest.CommandSchema
 		if c.InputSchema != "" {
 			if schema, err = manifest.CompileSchema([]byte(c.InputSchema)); err != nil {
 				return nil, fmt.Errorf("commands %s: input_schema: %w", c.Name, err)

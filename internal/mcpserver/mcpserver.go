@@ -69,8 +69,9 @@ type Server struct {
 	opts Options
 	log  *slog.Logger
 
-	mu    sync.Mutex
-	tools map[string]toolKey // the module tools registered, by tool name
+	mu      sync.Mutex
+	tools   map[string]toolKey // the module tools registered, by tool name
+	refused map[toolKey]bool   // tools the SDK refused, logged once
 
 	sessions atomic.Int64 // numbers the sessions that have no id of their own (stdio)
 	names    sync.Map     // *mcp.ServerSession without an id of its own → "stdio-N"
@@ -95,7 +96,7 @@ func New(ctx context.Context, st *station.Station, o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, tools: map[string]toolKey{}}
+	s := &Server{st: st, opts: o, log: o.Logger, tools: map[string]toolKey{}, refused: map[toolKey]bool{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "station", Title: "Station", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Each tool is a command of a module installed in this Station. Every call runs confined to what the module's manifest declares and the operator approved: a tool result with isError says what was denied and why.",
 		Logger:       o.Logger,
@@ -120,6 +121,9 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 func (s *Server) Handler() *HTTPHandler {
 	return &HTTPHandler{s: s, h: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxRequestBytes,
+		// A client that went away without ending its session (a crash,
+		// a laptop closed) does not keep it for ever.
+		SessionTimeout: SessionTimeout,
 	})}
 }
 
@@ -137,6 +141,10 @@ func (h *HTTPHandler) CloseSessions() {
 		ss.Close()
 	}
 }
+
+// SessionTimeout is how long an HTTP session may stay without a request
+// before the server ends it; the client then starts a new one, as MCP says.
+const SessionTimeout = 30 * time.Minute
 
 // MaxRequestBytes bounds one MCP message, on either transport: a tool's
 // arguments are a module's input, which the daemon bounds the same way.
@@ -216,12 +224,30 @@ func (s *Server) Sync(ctx context.Context) error {
 		if t.workflow != nil {
 			h = s.callWorkflow(t)
 		}
-		s.mcp.AddTool(t.tool, h)
+		if err := s.addTool(t.tool, h); err != nil {
+			if !s.refused[t.key] {
+				s.refused[t.key] = true
+				s.log.Warn("mcp: a tool the SDK refused is left out", "tool", name, "module", t.key.module, "err", err)
+			}
+			continue
+		}
 		s.tools[name] = t.key
 	}
 	if len(stale) > 0 || len(want) != len(s.tools) {
 		s.log.Info("mcp: tools changed", "tools", len(s.tools))
 	}
+	return nil
+}
+
+// addTool adds t, turning the SDK's panic on a tool it finds invalid into
+// an error: a module's tool must never take the server down.
+func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	s.mcp.AddTool(t, h)
 	return nil
 }
 
@@ -282,6 +308,9 @@ func (s *Server) callModule(t moduleTool) mcp.ToolHandler {
 		if len(input) == 0 || string(input) == "null" {
 			input = []byte("{}")
 		}
+		if !isObject(input) {
+			return errorResult("invalid arguments: a tool's arguments are a JSON object (its input schema says which members)"), nil
+		}
 		ctx = sandbox.WithTrace(ctx, s.traceOf(req.Session))
 		out, err := s.st.Run(ctx, t.key.module, t.key.command, input)
 		if err != nil {
@@ -332,4 +361,16 @@ func failure(t moduleTool, err error) *mcp.CallToolResult {
 
 func errorResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// isObject reports whether data is a JSON object (after white space).
+func isObject(data []byte) bool {
+	for _, c := range data {
+		switch c {
+		case ' ', '\t', '\n', '\r':
+			continue
+		}
+		return c == '{'
+	}
+	return false
 }

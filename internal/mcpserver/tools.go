@@ -1,14 +1,14 @@
 package mcpserver
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/station-dev/station/internal/station"
@@ -26,7 +26,7 @@ type moduleTool struct {
 	name   string
 	key    toolKey
 	tool   *mcp.Tool
-	output *jsonschema.Resolved // the command's output_schema, when it is an object schema
+	output *manifest.CommandSchema // the command's output_schema, when it is an object schema
 	// workflow is set on a workflow's tool (workflows.go).
 	workflow *workflow.Workflow
 }
@@ -34,7 +34,10 @@ type moduleTool struct {
 // toolNames makes the tools of mods (whose parsed manifests are mans, nil
 // where one did not parse). A tool is named SLUG__COMMAND, the command's
 // hyphens as underscores ("stripe-invoicing__create_invoice"); where two
-// exposed modules share a slug, OWNER-SLUG__COMMAND; a name longer than
+// exposed modules share a slug, and for a module whose slug is "workflow"
+// (workflow tools are workflow__NAME), OWNER_SLUG__COMMAND — an underscore,
+// which no owner or slug holds, so the prefix names one module only; a
+// name longer than
 // MaxToolName keeps its first characters and ends in a hash of the module
 // and command, so that it stays unique and the same from one run to the
 // next. The title and description carry the full module id.
@@ -52,8 +55,8 @@ func toolNames(mods []store.Module, mans []*manifest.Manifest) []moduleTool {
 		}
 		owner, slug, _ := strings.Cut(m.ID, "/")
 		prefix := slug
-		if slugs[slug] > 1 {
-			prefix = owner + "-" + slug
+		if slugs[slug] > 1 || slug == "workflow" {
+			prefix = owner + "_" + slug
 		}
 		var perms station.Permissions
 		json.Unmarshal(m.Approved, &perms)
@@ -63,7 +66,9 @@ func toolNames(mods []store.Module, mans []*manifest.Manifest) []moduleTool {
 			out = append(out, t)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	slices.SortStableFunc(out, func(a, b moduleTool) int {
+		return cmp.Or(strings.Compare(a.name, b.name), strings.Compare(a.key.module, b.key.module))
+	})
 	return out
 }
 
@@ -120,7 +125,9 @@ func newModuleTool(name string, m store.Module, man *manifest.Manifest, c manife
 // programs (destructiveHint), or neither (readOnlyHint). They are hints for
 // the client's prompts; the sandbox is what holds.
 func annotations(id, command string, p station.Permissions) *mcp.ToolAnnotations {
-	network := len(p.Network) > 0
+	// The station's LLM is a provider outside this machine: what a module
+	// sends it leaves, as over the network.
+	network := len(p.Network) > 0 || p.LLM != nil
 	destructive := len(p.FilesystemWrites) > 0 || p.StartsPrograms()
 	return &mcp.ToolAnnotations{
 		Title:           id + " " + command,
@@ -168,8 +175,11 @@ func reach(p station.Permissions) string {
 	}
 	s := fmt.Sprintf("Sandboxed: may connect to %s; may write %s; may run %s",
 		list(p.Network, "no host"), list(p.FilesystemWrites, "nothing"), programs)
+	if len(p.FilesystemReads) > 0 {
+		s += "; may read " + strings.Join(p.FilesystemReads, ", ")
+	}
 	if p.LLM != nil {
-		s += "; may ask the station's LLM"
+		s += "; may send text to the station's LLM provider"
 	}
 	return s + "."
 }

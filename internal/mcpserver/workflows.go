@@ -44,7 +44,13 @@ func (s *Server) workflowFiles() map[string]string {
 		}
 		for _, f := range files {
 			name := toolSafe(strings.TrimSuffix(filepath.Base(f), ".yaml"))
-			out[toolName("workflow", "workflow/"+prefix+name, prefix+name)] = f
+			tool := toolName("workflow", "workflow/"+prefix+name, prefix+name)
+			if other, dup := out[tool]; dup {
+				// The operator's own come first and stay.
+				s.log.Warn("mcp: two workflow files would be one tool; the first is kept", "tool", tool, "kept", other, "left out", f)
+				continue
+			}
+			out[tool] = f
 		}
 	}
 	add(filepath.Join(s.st.Home, WorkflowDir), "")
@@ -90,6 +96,9 @@ func (s *Server) workflowPermissions(ctx context.Context, wf *workflow.Workflow)
 	var all station.Permissions
 	seen := map[string]bool{}
 	for _, st := range wf.Steps {
+		if st.Builtin == workflow.BuiltinLLM {
+			all.LLM = &station.LLMPermission{} // its inputs go to the provider
+		}
 		if st.Module == "" || seen[st.Module] {
 			continue
 		}
@@ -105,6 +114,7 @@ func (s *Server) workflowPermissions(ctx context.Context, wf *workflow.Workflow)
 		json.Unmarshal(m.Approved, &p)
 		all.Network = append(all.Network, p.Network...)
 		all.FilesystemWrites = append(all.FilesystemWrites, p.FilesystemWrites...)
+		all.FilesystemReads = append(all.FilesystemReads, p.FilesystemReads...)
 		all.Programs = append(all.Programs, p.Programs...)
 		if p.StartsPrograms() {
 			all.Subprocess = p.Subprocess
