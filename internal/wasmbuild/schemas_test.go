@@ -233,7 +233,7 @@ func TestAddSchemasNotes(t *testing.T) {
 	for _, want := range []string{
 		"greet: output: a note of the module's",
 		`greet: the derived input schema is not written: an input schema describes an object: give it "type: object"`,
-		"greet: the derived output schema is not written: not a usable JSON Schema: ",
+		"greet: the derived output schema is not written: #: $ref \"https://evil.example/schema.json\": only JSON pointers into the schema itself",
 		"wave: the derived input schema is not written: nested deeper than 64 levels",
 		"bool: the derived output schema is not written: must be a mapping (a JSON Schema), not a boolean",
 		"huge: the derived output schema is not written: maximum: 18446744073709551615 is out of range for an integer",
