@@ -69,7 +69,11 @@ func TestCommandSchemasRefused(t *testing.T) {
 		{"a dangling reference", "    input_schema: {type: object, properties: {a: {$ref: \"#/$defs/none\"}}}\n", "points at nothing"},
 		{"a reference to itself", "    input_schema: {type: object, $ref: \"#\"}\n", "refers to itself"},
 		{"a cycle through allOf and anyOf", "    input_schema: {type: object, $defs: {a: {allOf: [{$ref: \"#/$defs/b\"}]}, b: {anyOf: [{$ref: \"#/$defs/a\"}]}}, $ref: \"#/$defs/a\"}\n", "refers to itself"},
-		{"a recursive type", "    input_schema: {type: object, properties: {next: {$ref: \"#\"}}}\n", "refers to itself"},
+		{"a recursion that doubles each level", "    input_schema: {type: object, properties: {a: {anyOf: [{$ref: \"#\"}, {$ref: \"#\"}]}}}\n", "exponentially"},
+		{"a recursion through patternProperties", "    input_schema: {type: object, patternProperties: {\"^a\": {$ref: \"#\"}}}\n", "exponentially"},
+		{"a recursion through contains", "    input_schema: {type: object, properties: {a: {contains: {$ref: \"#\"}}}}\n", "exponentially"},
+		{"two subschemas applying the recursion to one property", "    input_schema: {type: object, $defs: {t: {allOf: [{$ref: \"#/$defs/u\"}], properties: {a: {$ref: \"#/$defs/t\"}}}, u: {properties: {a: {$ref: \"#/$defs/t\"}}}}, $ref: \"#/$defs/t\"}\n", "exponentially"},
+		{"the other properties of one overlapping the named ones of another", "    input_schema: {type: object, $defs: {t: {allOf: [{$ref: \"#/$defs/u\"}], properties: {a: {$ref: \"#/$defs/t\"}}}, u: {additionalProperties: {$ref: \"#/$defs/t\"}}}, $ref: \"#/$defs/t\"}\n", "exponentially"},
 		{"a cycle with a default", "    input_schema: {type: object, $defs: {a: {default: 1, not: {$ref: \"#/$defs/a\"}}}, properties: {x: {$ref: \"#/$defs/a\"}}}\n", "refers to itself"},
 		{"an anchor", "    input_schema: {type: object, $anchor: a, not: {$ref: \"#a\"}}\n", "not supported"},
 		{"a dynamic reference", "    input_schema: {type: object, $dynamicRef: \"#x\"}\n", "not supported"},
@@ -92,6 +96,36 @@ func TestCommandSchemasRefused(t *testing.T) {
 				t.Errorf("Parse = %v, want an error naming commands[0] and saying %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestRecursiveSchemas: a recursion that reaches itself once per level of
+// the value — a tree's children, a linked list's next, a map of trees —
+// compiles, and checks deep values in linear time.
+func TestRecursiveSchemas(t *testing.T) {
+	for _, schema := range []string{
+		`{"type":"object","properties":{"next":{"$ref":"#"}}}`,
+		`{"$ref":"#/$defs/tree","$defs":{"treeMap":{"type":["null","object"],"additionalProperties":{"$ref":"#/$defs/treeMap"}},"tree":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":["null","array"],"items":{"$ref":"#/$defs/tree"}},"parent":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/tree"}]},"meta":{"$ref":"#/$defs/treeMap"}},"required":["name"],"additionalProperties":false}}}`,
+		`{"$ref":"#/$defs/ping","$defs":{"ping":{"type":"object","properties":{"pong":{"type":["null","object"],"properties":{"ping":{"anyOf":[{"type":"null"},{"$ref":"#/$defs/ping"}]}},"required":["ping"],"additionalProperties":false}},"required":["pong"],"additionalProperties":false}}}`,
+	} {
+		if _, err := CompileSchema([]byte(schema)); err != nil {
+			t.Errorf("%s: %v", schema, err)
+		}
+	}
+	s, err := CompileSchema([]byte(`{"type":"object","properties":{"v":{"type":"integer"},"next":{"anyOf":[{"type":"null"},{"$ref":"#"}]}},"required":["v"]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any = nil
+	for i := range 2000 {
+		v = map[string]any{"v": float64(i), "next": v}
+	}
+	if err := s.Validate(v); err != nil {
+		t.Errorf("a list 2000 long: %v", err)
+	}
+	v = map[string]any{"v": "not a number", "next": v}
+	if err := s.Validate(v); err == nil {
+		t.Error("a bad head passed")
 	}
 }
 

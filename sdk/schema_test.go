@@ -15,8 +15,6 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
 	"github.com/station-dev/station/manifest"
 )
 
@@ -670,7 +668,7 @@ func TestSchemasOfRandomTypes(t *testing.T) {
 		}
 		return scalars[r.Intn(len(scalars))]
 	}
-	compile := func(s schemaObject) *jsonschema.Resolved {
+	compile := func(s schemaObject) *manifest.CommandSchema {
 		r, err := manifest.CompileSchema([]byte(encoded(s)))
 		if err != nil {
 			t.Fatalf("%s: %v", encoded(s), err)
@@ -685,7 +683,7 @@ func TestSchemasOfRandomTypes(t *testing.T) {
 			t.Fatalf("%s: %v", typ, err)
 		}
 		outR := compile(out)
-		var inR *jsonschema.Resolved
+		var inR *manifest.CommandSchema
 		if in, err := inputSchema(typ); err == nil {
 			inR = compile(in)
 		}
