@@ -71,7 +71,11 @@ type Server struct {
 
 	mu      sync.Mutex
 	tools   map[string]toolKey // the module tools registered, by tool name
-	refused map[toolKey]bool   // tools the SDK refused, logged once
+	refused map[toolKey]bool   // tools left out (the SDK refused them, or a name was taken), logged once
+
+	parsedMu  sync.Mutex
+	parsed    map[string]*manifest.Manifest // the stored manifests, parsed, by module copy
+	workflows map[string]*workflow.Workflow // the workflow files, loaded (nil: did not load), by version
 
 	sessions atomic.Int64 // numbers the sessions that have no id of their own (stdio)
 	names    sync.Map     // *mcp.ServerSession without an id of its own → "stdio-N"
@@ -96,7 +100,7 @@ func New(ctx context.Context, st *station.Station, o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
-	s := &Server{st: st, opts: o, log: o.Logger, tools: map[string]toolKey{}, refused: map[toolKey]bool{}}
+	s := &Server{st: st, opts: o, log: o.Logger, tools: map[string]toolKey{}, refused: map[toolKey]bool{}, parsed: map[string]*manifest.Manifest{}, workflows: map[string]*workflow.Workflow{}}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "station", Title: "Station", Version: o.Version}, &mcp.ServerOptions{
 		Instructions: "Each tool is a command of a module installed in this Station. Every call runs confined to what the module's manifest declares and the operator approved: a tool result with isError says what was denied and why.",
 		Logger:       o.Logger,
@@ -194,16 +198,19 @@ func (s *Server) Sync(ctx context.Context) error {
 		}
 	}
 	names := toolNames(exposed, s.manifests(exposed))
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	for _, t := range append(names, s.workflowTools(ctx)...) {
 		if _, dup := want[t.name]; dup {
-			s.log.Warn("mcp: two tools would have one name; the second is left out", "tool", t.name, "module", t.key.module)
+			if !s.refused[t.key] {
+				s.refused[t.key] = true
+				s.log.Warn("mcp: two tools would have one name; the second is left out", "tool", t.name, "module", t.key.module)
+			}
 			continue
 		}
 		want[t.name] = t
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	var stale []string
 	for name, k := range s.tools {
 		if t, ok := want[name]; !ok || t.key != k {
@@ -216,6 +223,7 @@ func (s *Server) Sync(ctx context.Context) error {
 			delete(s.tools, name)
 		}
 	}
+	added := 0
 	for name, t := range want {
 		if _, ok := s.tools[name]; ok {
 			continue
@@ -232,9 +240,10 @@ func (s *Server) Sync(ctx context.Context) error {
 			continue
 		}
 		s.tools[name] = t.key
+		added++
 	}
-	if len(stale) > 0 || len(want) != len(s.tools) {
-		s.log.Info("mcp: tools changed", "tools", len(s.tools))
+	if len(stale) > 0 || added > 0 {
+		s.log.Info("mcp: tools changed", "tools", len(s.tools), "added", added, "removed or replaced", len(stale))
 	}
 	return nil
 }
@@ -252,16 +261,31 @@ func (s *Server) addTool(t *mcp.Tool, h mcp.ToolHandler) (err error) {
 }
 
 // manifests parses the stored manifest of each module (nil where it does
-// not parse: Run will say why when its tools are called).
+// not parse: Run will say why when its tools are called). A manifest is
+// parsed once per installed copy (Sync runs every second).
 func (s *Server) manifests(mods []store.Module) []*manifest.Manifest {
+	s.parsedMu.Lock()
+	defer s.parsedMu.Unlock()
+	seen := map[string]bool{}
 	out := make([]*manifest.Manifest, len(mods))
 	for i, m := range mods {
-		man, err := s.st.ParseManifest(m.ID+"/"+manifest.FileName, m.Manifest)
-		if err != nil {
-			s.log.Warn("mcp: a stored manifest does not parse; its module has no tools", "module", m.ID, "err", err)
-			continue
+		key := m.ID + "\x00" + m.Version + "\x00" + m.Digest + "\x00" + string(m.Manifest)
+		seen[key] = true
+		man, ok := s.parsed[key]
+		if !ok {
+			var err error
+			if man, err = s.st.ParseManifest(m.ID+"/"+manifest.FileName, m.Manifest); err != nil {
+				s.log.Warn("mcp: a stored manifest does not parse; its module has no tools", "module", m.ID, "err", err)
+				man = nil
+			}
+			s.parsed[key] = man
 		}
 		out[i] = man
+	}
+	for k := range s.parsed {
+		if !seen[k] {
+			delete(s.parsed, k)
+		}
 	}
 	return out
 }

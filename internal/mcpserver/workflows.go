@@ -76,9 +76,8 @@ func (s *Server) workflowTools(ctx context.Context) []moduleTool {
 	}
 	var out []moduleTool
 	for name, file := range s.workflowFiles() {
-		wf, err := workflow.LoadFile(file)
-		if err != nil {
-			s.log.Warn("mcp: a workflow file does not load; it is no tool", "file", file, "err", err)
+		wf, ok := s.loadWorkflow(file)
+		if !ok {
 			continue
 		}
 		perms, ok := s.workflowPermissions(ctx, wf)
@@ -189,4 +188,29 @@ func (s *Server) callWorkflow(t moduleTool) mcp.ToolHandler {
 		b, _ := json.Marshal(res)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil
 	}
+}
+
+// loadWorkflow loads a workflow file, once per version of it (its size and
+// time): Sync runs every second.
+func (s *Server) loadWorkflow(file string) (*workflow.Workflow, bool) {
+	fi, err := os.Stat(file)
+	if err != nil {
+		return nil, false
+	}
+	key := fmt.Sprintf("%s\x00%d\x00%d", file, fi.Size(), fi.ModTime().UnixNano())
+	s.parsedMu.Lock()
+	defer s.parsedMu.Unlock()
+	if wf, ok := s.workflows[key]; ok {
+		return wf, wf != nil
+	}
+	wf, err := workflow.LoadFile(file)
+	if err != nil {
+		s.log.Warn("mcp: a workflow file does not load; it is no tool", "file", file, "err", err)
+		wf = nil
+	}
+	if len(s.workflows) > 4*maxWorkflows {
+		clear(s.workflows) // files that changed many times: start again
+	}
+	s.workflows[key] = wf
+	return wf, wf != nil
 }
