@@ -18,11 +18,11 @@ func TestMCPExpose(t *testing.T) {
 		t.Errorf("no expose = %#v, %v; want nil (expose all)", c.MCP.Expose, err)
 	}
 	for in, want := range map[string]string{
-		"mcp:\n  expose: [Dave/x]\n":      `config.yaml:2:12: mcp.expose: entry "Dave/x": not a module id`,
-		"mcp:\n  expose: dave/x\n":        "mcp.expose",
-		"mcp:\n  exposed: [dave/x]\n":     `did you mean "expose"?`,
-		"mcp:\n  expose: [dave/x, 3]\n":   "mcp.expose",
-		"mcp:\n  expose: [../../etc]\n":   "not a module id",
+		"mcp:\n  expose: [Dave/x]\n":       `config.yaml:2:12: mcp.expose: entry "Dave/x": not a module id`,
+		"mcp:\n  expose: dave/x\n":         "mcp.expose",
+		"mcp:\n  exposed: [dave/x]\n":      `did you mean "expose"?`,
+		"mcp:\n  expose: [dave/x, 3]\n":    "mcp.expose",
+		"mcp:\n  expose: [../../etc]\n":    "not a module id",
 		"mcp: {expose: [\"dave/x\\n\"]}\n": "not a module id",
 	} {
 		if _, err := Parse(FileName, []byte(in)); err == nil || !strings.Contains(err.Error(), want) {

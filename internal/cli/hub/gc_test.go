@@ -10,8 +10,8 @@ import (
 	"time"
 
 	hubapi "github.com/station-dev/station/hub"
-	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/cli/clitest"
+	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubserver"
 )
 
