@@ -45,12 +45,14 @@ const (
 	stripeMod = "test/stripe"
 	writerMod = "test/writer"
 	pureMod   = "test/pure"
+	spinMod   = "test/spin" // a short deadline, for the calls that run away
 )
 
 // world is a station home with three modules of different policies: one
 // that may reach api.stripe.com (a loopback fixture; api.groq.com is
 // another, which it may not reach), one that may write under a directory,
-// and one that may do neither.
+// and one that may do neither; and a fourth like the last with a deadline
+// of half a second.
 type world struct {
 	home         string
 	st           *station.Station
@@ -79,8 +81,8 @@ func newWorld(t testing.TB) *world {
 requires:
   network:
     allow: [api.stripe.com]
-limits: {timeout: 1s}
 `, probe.Wasm(t))
+	w.install(t, w.st, spinMod, "1.0.0", "limits: {timeout: 500ms}\n", probe.Wasm(t, probe.NoNetworkTag))
 	w.install(t, w.st, writerMod, "1.0.0", fmt.Sprintf("requires:\n  filesystem_writes: [%q]\n", w.writable+"/**"), probe.Wasm(t))
 	w.install(t, w.st, pureMod, "1.0.0", "", probe.Wasm(t, probe.NoNetworkTag))
 	return w
@@ -271,7 +273,7 @@ func TestToolsOverBothTransports(t *testing.T) {
 				t.Errorf("api.groq.com accepted %d connections during a denied call", n-groqBefore)
 			}
 
-			r = call(t, cs, "stripe__run", actions(probe.Loop()))
+			r = call(t, cs, "spin__run", actions(probe.Loop()))
 			if !r.IsError || !strings.Contains(text(r), "timeout") {
 				t.Errorf("runaway call: isError %v, %q; want a timeout", r.IsError, text(r))
 			}
@@ -303,7 +305,7 @@ func TestToolsOverBothTransports(t *testing.T) {
 
 			r = call(t, cs, mcpserver.ModulesTool, map[string]any{})
 			var mods mcpserver.ModulesResult
-			if err := json.Unmarshal([]byte(text(r)), &mods); err != nil || len(mods.Modules) != 3 {
+			if err := json.Unmarshal([]byte(text(r)), &mods); err != nil || len(mods.Modules) != 4 {
 				t.Errorf("station_modules: %q, %v", text(r), err)
 			}
 
