@@ -116,6 +116,8 @@ type Server struct {
 	bg      []func(context.Context)
 	ready   func()
 	mcp     http.Handler
+	mcpStop context.Context // ended when Serve begins to stop: ends MCP requests
+	stopMCP context.CancelFunc
 	token   string
 	inst    string // State.Instance
 	addr    string // the listener's address, for the Host check
@@ -139,6 +141,7 @@ func New(o Options) (*Server, error) {
 	}
 	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready, mcp: o.MCP,
 		token: base64.RawURLEncoding.EncodeToString(b[:32]), inst: base64.RawURLEncoding.EncodeToString(b[32:]), started: time.Now().UTC()}
+	s.mcpStop, s.stopMCP = context.WithCancel(context.Background())
 	s.routes()
 	return s, nil
 }
@@ -205,6 +208,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		return fmt.Errorf("daemon: %w", err)
 	case <-ctx.Done():
 	}
+	s.stopMCP() // MCP requests in flight, event streams above all, end now
 	if c, ok := s.mcp.(interface{ CloseSessions() }); ok {
 		c.CloseSessions() // their event streams would hold Shutdown for the whole grace
 	}
@@ -295,7 +299,14 @@ func (s *Server) routes() {
 		m.HandleFunc(e.pattern, e.handler)
 	}
 	if s.mcp != nil {
-		m.Handle(MCPPath, s.mcp)
+		// An MCP request (its event stream above all) ends when the
+		// daemon begins to stop, not when the client lets go.
+		m.HandleFunc(MCPPath, func(w http.ResponseWriter, r *http.Request) {
+			ctx, cancel := context.WithCancel(r.Context())
+			defer cancel()
+			defer context.AfterFunc(s.mcpStop, cancel)()
+			s.mcp.ServeHTTP(w, r.WithContext(ctx))
+		})
 	}
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, &APIError{Code: CodeNotFound, Message: fmt.Sprintf("no endpoint %s %s (see docs/api.md)", r.Method, r.URL.Path)})
