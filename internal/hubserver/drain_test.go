@@ -178,8 +178,11 @@ func (b *balancer) streamRequests() []streamRequest {
 // exactly once, in order.
 func TestDrainMovesStreamsToAnotherHub(t *testing.T) {
 	open := sharedDatabase(t)
-	a := serveProcess(t, open, func(o *hubserver.Options) { o.DrainDelay = 300 * time.Millisecond })
-	b := serveProcess(t, open, nil)
+	// The publisher below runs flat out; the rate limit (shared by the
+	// hubs on PostgreSQL) is not what this test is about.
+	unlimited := func(o *hubserver.Options) { o.Limits.RatePerSecond, o.Limits.Burst = 1e9, 1e9 }
+	a := serveProcess(t, open, func(o *hubserver.Options) { unlimited(o); o.DrainDelay = 300 * time.Millisecond })
+	b := serveProcess(t, open, unlimited)
 	lb := startBalancer(t, a.URL, b.URL)
 	eventually(t, "both hubs ready", func() bool { return lb.isReady(a.URL) && lb.isReady(b.URL) })
 
