@@ -76,40 +76,9 @@ func blobsFlag(c *cobra.Command, blobs *string) {
 }
 
 func exportRun(ctx context.Context, opts *ExportOptions) error {
-	db, err := dbOf(opts.DB, opts.IO.Getenv)
+	st, blobSpec, err := openExisting(ctx, "export", opts.Data, opts.DB, opts.Blobs, opts.IO.Getenv)
 	if err != nil {
 		return err
-	}
-	blobSpec := opts.Blobs
-	var st hubserver.Store
-	if db != "" {
-		if blobSpec == "" {
-			return cmdutil.Usagef("export --db needs --blobs: the blob store (a directory, or oci://host/repository) the hub serves its modules from")
-		}
-		// Not migrated: an export changes nothing of its source.
-		p, err := hubserver.OpenPostgres(ctx, db, hubserver.WithoutMigrate())
-		if err != nil {
-			return err
-		}
-		st = p
-	} else {
-		dir, err := dataDir(opts.Data, opts.IO.Getenv)
-		if err != nil {
-			return err
-		}
-		// A data directory that holds no hub is a mistake, not an empty
-		// hub to export.
-		if _, err := os.Stat(filepath.Join(dir, "hub.db")); errors.Is(err, fs.ErrNotExist) {
-			return cmdutil.Usagef("no hub in %s (no hub.db): give the hub's data directory (--data) or its PostgreSQL database (--db)", dir)
-		}
-		s, err := hubserver.OpenSQLite(filepath.Join(dir, "hub.db"))
-		if err != nil {
-			return err
-		}
-		st = s
-		if blobSpec == "" {
-			blobSpec = filepath.Join(dir, "blobs")
-		}
 	}
 	defer st.Close()
 	blobs, err := hubserver.OpenBlobs(ctx, blobSpec)
@@ -168,4 +137,48 @@ func exportRun(ctx context.Context, opts *ExportOptions) error {
 	fmt.Fprintf(opts.IO.Err, "exported %d rows in %d tables and %d blobs (%d bytes) from %s schema %d to %s\n",
 		rows, len(m.Tables), len(m.Blobs), bytes, m.Source.Store, m.Source.Schema, cmdutil.TermText(where))
 	return nil
+}
+
+// openExisting opens the hub an offline command (export, gc) works on and
+// returns it with its blob store's spec: the PostgreSQL database db (--db,
+// $STATION_HUB_DB), not migrated — such a command changes nothing of the
+// schema — with the blob store --blobs or $STATION_HUB_BLOBS, which it then
+// needs; else the SQLite hub of the data directory, which must hold one,
+// with its blobs/ unless told otherwise.
+func openExisting(ctx context.Context, verb, data, dbFlag, blobsFlag string, getenv func(string) string) (hubserver.Store, string, error) {
+	db, err := dbOf(dbFlag, getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	if db != "" {
+		if blobsFlag == "" && getenv("STATION_HUB_BLOBS") == "" {
+			return nil, "", cmdutil.Usagef("%s --db needs --blobs: the blob store (a directory, or oci://host/repository) the hub serves its modules from", verb)
+		}
+		blobs, err := blobsOf(blobsFlag, "", getenv)
+		if err != nil {
+			return nil, "", err
+		}
+		st, err := hubserver.OpenPostgres(ctx, db, hubserver.WithoutMigrate())
+		if err != nil {
+			return nil, "", err
+		}
+		return st, blobs, nil
+	}
+	dir, err := dataDir(data, getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	// A data directory that holds no hub is a mistake, not an empty hub.
+	if _, err := os.Stat(filepath.Join(dir, "hub.db")); errors.Is(err, fs.ErrNotExist) {
+		return nil, "", cmdutil.Usagef("no hub in %s (no hub.db): give the hub's data directory (--data) or its PostgreSQL database (--db)", dir)
+	}
+	blobs, err := blobsOf(blobsFlag, dir, getenv)
+	if err != nil {
+		return nil, "", err
+	}
+	st, err := hubserver.OpenSQLite(filepath.Join(dir, "hub.db"))
+	if err != nil {
+		return nil, "", err
+	}
+	return st, blobs, nil
 }

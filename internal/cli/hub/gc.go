@@ -2,12 +2,8 @@ package hub
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -70,40 +66,9 @@ a publish that did not finish leaves an untagged artifact there, which
 }
 
 func gcRun(ctx context.Context, opts *GCOptions) error {
-	db, err := dbOf(opts.DB, opts.IO.Getenv)
+	st, blobSpec, err := openExisting(ctx, "gc", opts.Data, opts.DB, opts.Blobs, opts.IO.Getenv)
 	if err != nil {
 		return err
-	}
-	blobSpec := opts.Blobs
-	if blobSpec == "" {
-		blobSpec = opts.IO.Getenv("STATION_HUB_BLOBS")
-	}
-	var st hubserver.Store
-	if db != "" {
-		if blobSpec == "" {
-			return cmdutil.Usagef("gc --db needs --blobs: the blob directory the hub keeps its modules in")
-		}
-		p, err := hubserver.OpenPostgres(ctx, db, hubserver.WithoutMigrate())
-		if err != nil {
-			return err
-		}
-		st = p
-	} else {
-		dir, err := dataDir(opts.Data, opts.IO.Getenv)
-		if err != nil {
-			return err
-		}
-		if _, err := os.Stat(filepath.Join(dir, "hub.db")); errors.Is(err, fs.ErrNotExist) {
-			return cmdutil.Usagef("no hub in %s (no hub.db): give the hub's data directory (--data) or its PostgreSQL database (--db)", dir)
-		}
-		s, err := hubserver.OpenSQLite(filepath.Join(dir, "hub.db"))
-		if err != nil {
-			return err
-		}
-		st = s
-		if blobSpec == "" {
-			blobSpec = filepath.Join(dir, "blobs")
-		}
 	}
 	defer st.Close()
 	if strings.Contains(blobSpec, "://") {
