@@ -270,14 +270,15 @@ func (s *Server) events(c *call) error {
 	// Subscribe before reading the end of the log: every event after it is
 	// then either in the replay or on the channel.
 	sub := s.relay.subscribe(c.account)
-	end := func() {
+	// cleanup ends the stream when events returns — unless the stream's
+	// live part was handed to a goroutine of its own, which then does.
+	cleanup := func() {
 		s.relay.unsubscribe(sub)
 		s.closeStream(st)
 	}
-	detached := false
 	defer func() {
-		if !detached {
-			end()
+		if cleanup != nil {
+			cleanup()
 		}
 	}()
 	cursor, last, err := s.position(c, v)
@@ -292,20 +293,19 @@ func (s *Server) events(c *call) error {
 	if err != nil {
 		return nil // the client went away
 	}
+	unsubscribe := cleanup
+	cleanup = func() { out.close(); unsubscribe() }
 	// The client reconnects after 2 s if the stream breaks.
 	fmt.Fprintf(&out.buf, "retry: 2000\n: connected, cursor %d\n\n", cursor)
 	if err := out.flush(); err != nil {
-		out.close()
 		return nil
 	}
 	for {
 		evs, err := s.store.EventsFor(c.ctx, c.account, cursor, last, relayPage)
 		if err != nil && c.ctx.Err() != nil {
-			out.close()
 			return nil // the client went away, or the token was revoked, during the replay
 		}
 		if err != nil {
-			out.close()
 			return err
 		}
 		for _, ev := range evs {
@@ -314,7 +314,6 @@ func (s *Server) events(c *call) error {
 		}
 		if len(evs) > 0 {
 			if err := out.flush(); err != nil {
-				out.close()
 				return nil
 			}
 		}
@@ -324,14 +323,13 @@ func (s *Server) events(c *call) error {
 	}
 	sent := last // every event up to last was examined by the replay
 	if out.conn == nil {
-		defer out.close()
 		s.forward(out, st, sub, sent)
 		return nil
 	}
-	detached = true
+	end := cleanup
+	cleanup = nil
 	go func() {
 		defer end()
-		defer out.close()
 		s.forward(out, st, sub, sent)
 	}()
 	return nil
