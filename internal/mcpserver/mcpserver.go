@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -186,17 +185,11 @@ func (s *Server) Watch(ctx context.Context) {
 // waits for the operator's approval is not installed yet, so its module's
 // tools stay those of the version that is.
 func (s *Server) Sync(ctx context.Context) error {
-	mods, err := s.st.Store.Modules(ctx)
+	exposed, err := s.exposedModules(ctx)
 	if err != nil {
 		return err
 	}
 	want := map[string]moduleTool{}
-	var exposed []store.Module
-	for _, m := range mods {
-		if s.opts.Expose == nil || slices.Contains(s.opts.Expose, m.ID) {
-			exposed = append(exposed, m)
-		}
-	}
 	names := toolNames(exposed, s.manifests(exposed))
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -100,24 +100,22 @@ func (s *Server) exposed(id string) bool {
 }
 
 func (s *Server) listModules(ctx context.Context) (ModulesResult, error) {
-	mods, err := s.st.Store.Modules(ctx)
+	exposed, err := s.exposedModules(ctx)
 	if err != nil {
 		return ModulesResult{}, err
 	}
-	var exposed []store.Module
-	for _, m := range mods {
-		if s.exposed(m.ID) {
-			exposed = append(exposed, m)
-		}
-	}
 	mans := s.manifests(exposed)
+	// The tools as clients see them: what Sync registered.
 	tools := map[string][]string{}
-	for _, t := range toolNames(exposed, mans) {
-		tools[t.key.module] = append(tools[t.key.module], t.name)
+	s.mu.Lock()
+	for name, k := range s.tools {
+		tools[k.module] = append(tools[k.module], name)
 	}
+	s.mu.Unlock()
 	res := ModulesResult{Modules: []ModuleInfo{}}
 	for i, m := range exposed {
 		info := ModuleInfo{ID: m.ID, Version: m.Version, Tools: tools[m.ID]}
+		slices.Sort(info.Tools)
 		if info.Tools == nil {
 			info.Tools = []string{}
 		}
@@ -129,6 +127,15 @@ func (s *Server) listModules(ctx context.Context) (ModulesResult, error) {
 		res.Modules = append(res.Modules, info)
 	}
 	return res, nil
+}
+
+// exposedModules returns the installed modules MCP clients may see.
+func (s *Server) exposedModules(ctx context.Context) ([]store.Module, error) {
+	mods, err := s.st.Store.Modules(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(mods, func(m store.Module) bool { return !s.exposed(m.ID) }), nil
 }
 
 func (s *Server) audit(ctx context.Context, a AuditArgs) (AuditResult, error) {
