@@ -159,6 +159,7 @@ func (s *Server) audit(ctx context.Context, a AuditArgs) (AuditResult, error) {
 	if err := s.st.Audit.Flush(ctx); err != nil {
 		s.log.Warn("mcp: audit flush", "err", err)
 	}
+	want := f.Limit
 	if s.opts.Expose != nil && a.Module == "" {
 		f.Limit = maxAuditLimit // filtered below to the exposed modules
 	}
@@ -174,10 +175,8 @@ func (s *Server) audit(ctx context.Context, a AuditArgs) (AuditResult, error) {
 		res.Decisions = append(res.Decisions, AuditDecision{Time: r.Time.UTC().Format(time.RFC3339Nano), Module: r.Module, Command: r.Command,
 			Capability: string(r.Capability), Target: r.Target, Allowed: r.Allowed, Reason: r.Reason, Trace: r.Trace, Folded: r.Folded})
 	}
-	if want := a.Limit; want == 0 && len(res.Decisions) > defaultAuditLimit {
-		res.Decisions = res.Decisions[len(res.Decisions)-defaultAuditLimit:]
-	} else if want > 0 && len(res.Decisions) > want {
-		res.Decisions = res.Decisions[len(res.Decisions)-want:]
+	if n := len(res.Decisions) - want; n > 0 {
+		res.Decisions = res.Decisions[n:] // the newest want
 	}
 	return res, nil
 }
