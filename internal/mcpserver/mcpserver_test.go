@@ -143,6 +143,11 @@ func (w *world) serveHTTP(t testing.TB, o mcpserver.Options) (addr, token string
 	return ln.Addr().String(), d.Token()
 }
 
+// httpTransport reaches the MCP server of the daemon at addr with its token.
+func httpTransport(addr, token string) mcp.Transport {
+	return &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+}
+
 // bearer adds the daemon's token to every request.
 type bearer struct {
 	token string
@@ -167,8 +172,7 @@ func transports(t *testing.T, w *world) map[string]func() mcp.Transport {
 			return &mcp.CommandTransport{Command: cmd}
 		},
 		"http": func() mcp.Transport {
-			return &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath,
-				HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}
+			return httpTransport(addr, token)
 		},
 	}
 }
@@ -562,7 +566,7 @@ func TestUpgradesAndRemovals(t *testing.T) {
 	w := newWorld(t)
 	addr, token := w.serveHTTP(t, mcpserver.Options{Poll: 50 * time.Millisecond})
 	changed := make(chan struct{}, 16)
-	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}},
+	cs := connect(t, httpTransport(addr, token),
 		"upgrader", &mcp.ClientOptions{ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) { changed <- struct{}{} }})
 	describe := func() string {
 		list, err := cs.ListTools(context.Background(), nil)
@@ -621,7 +625,7 @@ func TestUpgradesAndRemovals(t *testing.T) {
 func TestExpose(t *testing.T) {
 	w := newWorld(t)
 	addr, token := w.serveHTTP(t, mcpserver.Options{Expose: []string{pureMod}})
-	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, "narrow", nil)
+	cs := connect(t, httpTransport(addr, token), "narrow", nil)
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -680,7 +684,7 @@ steps:
 		t.Fatal(err)
 	}
 	addr, token := w.serveHTTP(t, mcpserver.Options{Expose: []string{pureMod}, Workflows: wfs})
-	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, "wf", nil)
+	cs := connect(t, httpTransport(addr, token), "wf", nil)
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -721,7 +725,7 @@ func TestOutputSchema(t *testing.T) {
 	w.install(t, w.st, "test/typed", "1.0.0", "    output_schema:\n      type: object\n      properties: {results: {type: array}}\n      required: [results]\n", probe.Wasm(t, probe.NoNetworkTag))
 	w.install(t, w.st, "test/liar", "1.0.0", "    output_schema:\n      type: object\n      required: [invoice_id]\n", probe.Wasm(t, probe.NoNetworkTag))
 	addr, token := w.serveHTTP(t, mcpserver.Options{})
-	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + addr + daemon.MCPPath, HTTPClient: &http.Client{Transport: bearer{token, http.DefaultTransport}}}, "typed", nil)
+	cs := connect(t, httpTransport(addr, token), "typed", nil)
 	list, err := cs.ListTools(context.Background(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -763,8 +767,7 @@ func TestDaemonStopsWithClientsConnected(t *testing.T) {
 	}
 	done := make(chan error, 1)
 	go func() { done <- d.Serve(ctx, ln, time.Minute) }()
-	cs := connect(t, &mcp.StreamableClientTransport{Endpoint: "http://" + ln.Addr().String() + daemon.MCPPath,
-		HTTPClient: &http.Client{Transport: bearer{d.Token(), http.DefaultTransport}}}, "lingering", nil)
+	cs := connect(t, httpTransport(ln.Addr().String(), d.Token()), "lingering", nil)
 	if _, err := cs.ListTools(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
