@@ -246,19 +246,27 @@ func (b *batchSizes) get() []int {
 // TestStoreFailure checks that decisions the store refuses are retried,
 // then logged, and that Flush reports the loss once.
 func TestStoreFailure(t *testing.T) {
-	f := &fakeStore{failN: 1 << 30}
+	f := &fakeStore{failN: 1 << 30, gate: make(chan struct{}), entered: make(chan struct{}, 1)}
 	log, buf := testLogger()
 	w := newWriter(f, log, nil)
 	w.retryDelays = []time.Duration{0, 0}
-	for i := range 3 {
+	// Hold the first store call so that the batches are deterministic:
+	// decision 0 alone, then decisions 1 and 2 together.
+	w.Record(decision("owner/m", 0))
+	<-f.entered
+	for i := 1; i < 3; i++ {
 		w.Record(decision("owner/m", i))
 	}
+	close(f.gate)
 	err := w.Flush(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "3 decisions not stored") || !strings.Contains(err.Error(), "disk on fire") {
 		t.Fatalf("Flush = %v, want a storage error counting 3 decisions", err)
 	}
-	if got := f.calls; got != 3 {
-		t.Errorf("store called %d times, want 3 (1 + 2 retries)", got)
+	f.mu.Lock()
+	calls := f.calls
+	f.mu.Unlock()
+	if calls != 6 {
+		t.Errorf("store called %d times, want 6 (2 batches, each 1 try + 2 retries)", calls)
 	}
 	out := buf.String()
 	for i := range 3 {
