@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/extism/go-sdk v1.7.1
 	github.com/station-dev/station v0.0.0
+	github.com/station-dev/station/sdk v1.0.0
 	github.com/tetratelabs/wazero v1.12.0
 )
 
@@ -36,3 +37,5 @@ require (
 replace github.com/station-dev/station => ../
 
 tool golang.org/x/perf/cmd/benchstat
+
+replace github.com/station-dev/station/sdk => ../sdk

@@ -1,6 +1,6 @@
 package sdk
 
-import "github.com/station-dev/station/abi"
+import "github.com/station-dev/station/sdk/abi"
 
 // HostError is the error a failing station host call becomes: the decoded
 // abi.Error document plus the call's status. Through an *http.Client from

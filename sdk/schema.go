@@ -204,6 +204,37 @@ func outputSchema(t reflect.Type) (schemaObject, error) {
 	return g.finish(s), nil
 }
 
+// InputSchema returns the JSON Schema station module build writes into
+// module.yaml for the input of a command that decodes it into a t (the In
+// of Handle), or why there is none: t must be a struct or a map, after its
+// pointers. Describe returns the same for every registered command.
+func InputSchema(t reflect.Type) ([]byte, error) {
+	s, err := inputSchema(t)
+	if err != nil {
+		return nil, err
+	}
+	return s.encode(), nil
+}
+
+// OutputSchema returns the JSON Schema of a command's result encoded from
+// a t (the Out of Handle), or nil when the result may be any JSON value (an
+// interface, json.RawMessage, a type with its own MarshalJSON), or an error
+// when t has no JSON form.
+func OutputSchema(t reflect.Type) ([]byte, error) {
+	s, err := outputSchema(t)
+	if err != nil || s == nil {
+		return nil, err
+	}
+	return s.encode(), nil
+}
+
+// encode returns o as appendJSON writes it.
+func (o schemaObject) encode() []byte {
+	var b bytes.Buffer
+	o.appendJSON(&b)
+	return b.Bytes()
+}
+
 // decodesItself reports whether encoding/json decodes into t with t's own
 // UnmarshalJSON or UnmarshalText.
 func decodesItself(t reflect.Type) bool {

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 type pair struct {

@@ -5,7 +5,7 @@ package sdk
 import (
 	"os"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 var levelNames = [...]string{abi.LogDebug: "DEBUG", abi.LogInfo: "INFO", abi.LogWarn: "WARN", abi.LogError: "ERROR"}

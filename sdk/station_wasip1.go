@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"unsafe"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )
 

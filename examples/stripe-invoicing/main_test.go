@@ -13,7 +13,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
 	"github.com/station-dev/station/sdk/shttp"
 )

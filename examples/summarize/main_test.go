@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
 	"github.com/station-dev/station/sdk/sllm"
 )

@@ -48,7 +48,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/execgate/launch"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"

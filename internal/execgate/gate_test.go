@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 )

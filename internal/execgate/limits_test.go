@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/units"
 )

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/manifest"

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/netgate"

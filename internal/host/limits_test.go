@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"

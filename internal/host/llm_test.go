@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/probe"

@@ -22,7 +22,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/netgate"

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // checkDoc is the strict half of decoding a request document: what

@@ -16,7 +16,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/sandbox"
 )
 

@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/units"

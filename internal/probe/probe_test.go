@@ -11,7 +11,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/probe"
 )
 

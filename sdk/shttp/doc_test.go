@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // checkRequest fails t unless appendRequest's document decodes to what

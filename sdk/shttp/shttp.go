@@ -27,7 +27,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )

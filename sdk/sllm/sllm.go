@@ -29,7 +29,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )

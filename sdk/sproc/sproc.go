@@ -31,7 +31,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )

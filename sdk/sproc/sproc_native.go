@@ -5,7 +5,7 @@ package sproc
 import (
 	"encoding/json"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // run outside the station: there is no subprocess gate to ask.

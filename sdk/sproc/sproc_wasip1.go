@@ -3,7 +3,7 @@
 package sproc
 
 import (
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )
 

@@ -2,7 +2,7 @@
 
 package main
 
-import "github.com/station-dev/station/abi"
+import "github.com/station-dev/station/sdk/abi"
 
 //go:wasmimport station llm_complete
 func rawLLMComplete(ptr, n uint32) uint64

@@ -3,7 +3,7 @@ package hostcall
 import (
 	"encoding/json"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // ParseError decodes the abi.Error document a failing host call returned

@@ -3,7 +3,7 @@ package hostcall
 import (
 	"testing"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 func TestParseError(t *testing.T) {

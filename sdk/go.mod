@@ -1,0 +1,3 @@
+module github.com/station-dev/station/sdk
+
+go 1.25.0
