@@ -16,7 +16,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // ExportDescribe is the optional export `() -> i64` through which a module

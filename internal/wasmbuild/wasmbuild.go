@@ -28,17 +28,14 @@ import (
 // modulePath is the Go module whose repository root ForTest looks for.
 const modulePath = "github.com/station-dev/station"
 
-// Build compiles the Go main package in dir to a WASI reactor module at out,
-// using the stock toolchain:
+// buildGo compiles the Go main package in dir to a WASI reactor module at
+// out, using the stock toolchain:
 //
 //	GOOS=wasip1 GOARCH=wasm GOTOOLCHAIN=local go build -buildmode=c-shared -trimpath -o out .
 //
-// The compiler's output is included in the error.
-func Build(ctx context.Context, dir, out string) error {
-	return build(ctx, dir, out, nil)
-}
-
-func build(ctx context.Context, dir, out string, tags []string) error {
+// with env added to the environment (the SDK's proxy, for a module outside
+// this repository). The compiler's output is included in the error.
+func buildGo(ctx context.Context, dir, out string, tags, env []string) error {
 	abs, err := filepath.Abs(out)
 	if err != nil {
 		return fmt.Errorf("build %s: %w", dir, err)
@@ -48,7 +45,7 @@ func build(ctx context.Context, dir, out string, tags []string) error {
 		args = append(args, "-tags", strings.Join(tags, ","))
 	}
 	args = append(args, "-o", abs, ".")
-	if _, err := goCommand(ctx, dir, args...); err != nil {
+	if _, err := goCommandEnv(ctx, dir, env, args...); err != nil {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
 	return nil
@@ -57,9 +54,15 @@ func build(ctx context.Context, dir, out string, tags []string) error {
 // goCommand runs the go command in dir for wasip1/wasm and returns its
 // standard output; on failure the error includes its standard error.
 func goCommand(ctx context.Context, dir string, args ...string) ([]byte, error) {
+	return goCommandEnv(ctx, dir, nil, args...)
+}
+
+// goCommandEnv is goCommand with env added to the environment.
+func goCommandEnv(ctx context.Context, dir string, env []string, args ...string) ([]byte, error) {
 	cmd := exec.CommandContext(ctx, goTool(), args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm", "GOTOOLCHAIN=local", "CGO_ENABLED=0")
+	cmd.Env = append(cmd.Env, env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
@@ -151,7 +154,7 @@ func buildCached(ctx context.Context, dir string, tags []string) ([]byte, error)
 	}
 	tmp.Close()
 	defer os.Remove(tmp.Name())
-	if err := build(ctx, pkgDir, tmp.Name(), tags); err != nil {
+	if err := buildGo(ctx, pkgDir, tmp.Name(), tags, nil); err != nil {
 		return nil, err
 	}
 	b, err := os.ReadFile(tmp.Name())
@@ -199,14 +202,15 @@ func declaresModule(b []byte, path string) bool {
 type listedPackage struct {
 	Dir        string
 	Standard   bool
-	Module     *struct{ Path string }
+	Module     *struct{ Path, GoMod string }
 	GoFiles    []string
 	CgoFiles   []string
 	EmbedFiles []string
 }
 
 // cacheKey hashes the inputs of building pkgDir for wasip1 with tags: the
-// files of every package of this module in its import graph, go.mod, go.sum,
+// files of every package of this repository's modules in its import graph
+// (the station's and the SDK's), their go.mod files, go.sum,
 // the Go version and the tags. Dependencies outside the module are covered
 // by go.sum.
 func cacheKey(ctx context.Context, root, pkgDir string, tags []string) (string, error) {
@@ -228,6 +232,7 @@ func cacheKey(ctx context.Context, root, pkgDir string, tags []string) (string, 
 			return "", err
 		}
 	}
+	hashedMods := map[string]bool{}
 	dec := json.NewDecoder(bytes.NewReader(out))
 	for {
 		var p listedPackage
@@ -236,8 +241,16 @@ func cacheKey(ctx context.Context, root, pkgDir string, tags []string) (string, 
 		} else if err != nil {
 			return "", fmt.Errorf("go list: %w", err)
 		}
-		if p.Standard || p.Module == nil || p.Module.Path != modulePath {
+		if p.Standard || p.Module == nil || !ownModule(p.Module.Path) {
 			continue
+		}
+		if p.Module.Path != modulePath && !hashedMods[p.Module.Path] {
+			// The SDK's go.mod (the station's is hashed above).
+			hashedMods[p.Module.Path] = true
+			fmt.Fprintf(h, "%s\x00", p.Module.Path)
+			if err := hashFile(h, p.Module.GoMod); err != nil {
+				return "", err
+			}
 		}
 		rel, err := filepath.Rel(root, p.Dir)
 		if err != nil {
@@ -253,6 +266,13 @@ func cacheKey(ctx context.Context, root, pkgDir string, tags []string) (string, 
 		}
 	}
 	return hex.EncodeToString(h.Sum(nil)[:16]), nil
+}
+
+// ownModule reports whether path is this repository's module or one
+// nested in it (the SDK's, github.com/station-dev/station/sdk, which the
+// station's go.mod replaces with ./sdk).
+func ownModule(path string) bool {
+	return path == modulePath || strings.HasPrefix(path, modulePath+"/")
 }
 
 func hashFile(w io.Writer, name string) error {

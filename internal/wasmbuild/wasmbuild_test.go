@@ -13,7 +13,7 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/station-dev/station/abi"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 func TestForTestHello(t *testing.T) {

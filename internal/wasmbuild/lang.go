@@ -1,0 +1,125 @@
+package wasmbuild
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/station-dev/station/internal/config"
+	"github.com/station-dev/station/internal/gosdk"
+)
+
+// Options configure BuildWith.
+type Options struct {
+	// GoProxy is the directory the Go SDK's proxy is kept in (gosdk); ""
+	// means STATION_HOME/goproxy (~/.station/goproxy).
+	GoProxy string
+}
+
+// Build is BuildWith with the default Options.
+func Build(ctx context.Context, dir, out string) error {
+	return BuildWith(ctx, dir, out, Options{})
+}
+
+// BuildWith compiles the module in dir to a WASI reactor at out, in the
+// module's language (Lang): Go with the stock toolchain (see buildGo).
+// The compiler's output is included in the error.
+func BuildWith(ctx context.Context, dir, out string, o Options) error {
+	lang, err := Lang(dir)
+	if err != nil {
+		return err
+	}
+	switch lang {
+	default:
+		env, err := goSDKEnv(ctx, dir, o)
+		if err != nil {
+			return fmt.Errorf("build %s: %w", dir, err)
+		}
+		return buildGo(ctx, dir, out, nil, env)
+	}
+}
+
+// The languages Lang reports.
+const (
+	LangGo   = "go"
+	LangC    = "c"
+	LangRust = "rust"
+)
+
+// Lang reports the language of the module in dir: Go when it holds a
+// go.mod or a .go file, Rust when it holds a Cargo.toml or src/lib.rs, C
+// when it holds a .c file.
+func Lang(dir string) (string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return "", fmt.Errorf("build %s: %w", dir, err)
+	}
+	has := func(suffix string) bool {
+		for _, e := range entries {
+			if !e.IsDir() && filepath.Ext(e.Name()) == suffix {
+				return true
+			}
+		}
+		return false
+	}
+	exists := func(name string) bool {
+		_, err := os.Stat(filepath.Join(dir, name))
+		return err == nil
+	}
+	switch {
+	case exists("go.mod") || has(".go"):
+		return LangGo, nil
+	case exists("Cargo.toml") || exists(filepath.Join("src", "lib.rs")):
+		return LangRust, nil
+	case has(".c"):
+		return LangC, nil
+	}
+	return "", fmt.Errorf("build %s: no module source here: a Go module has a go.mod or .go files, a Rust one src/lib.rs, a C one .c files (start one with: station module new DIR --lang go|c|rust)", dir)
+}
+
+// goSDKEnv prepares the Go SDK's proxy for a module whose own go.mod
+// requires the SDK (a module outside this repository) and returns the
+// environment that points the go command at it; nil for any other module.
+func goSDKEnv(ctx context.Context, dir string, o Options) ([]string, error) {
+	mod, err := findGoMod(dir)
+	if err != nil || mod == nil || declaresModule(mod, modulePath) || !bytes.Contains(mod, []byte(gosdk.ModulePath)) {
+		return nil, nil // no go.mod (go build says so), this repository, or no SDK
+	}
+	proxy := o.GoProxy
+	if proxy == "" {
+		home, err := config.Home()
+		if err != nil {
+			return nil, err
+		}
+		proxy = filepath.Join(home, "goproxy")
+	}
+	if err := gosdk.WriteProxy(proxy); err != nil {
+		return nil, err
+	}
+	goEnv, err := gosdk.GoEnv(ctx, goTool(), os.Environ())
+	if err != nil {
+		return nil, err
+	}
+	return gosdk.Env(proxy, goEnv), nil
+}
+
+// findGoMod returns the go.mod of the Go module dir belongs to: the nearest
+// at or above dir; nil if there is none.
+func findGoMod(dir string) ([]byte, error) {
+	d, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		if b, err := os.ReadFile(filepath.Join(d, "go.mod")); err == nil {
+			return b, nil
+		}
+		parent := filepath.Dir(d)
+		if parent == d {
+			return nil, nil
+		}
+		d = parent
+	}
+}
