@@ -93,6 +93,9 @@ func Zip() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
+// ReadFile returns the SDK's file name ("c/station.h").
+func ReadFile(name string) ([]byte, error) { return sdk.Source.ReadFile(name) }
+
 // GoMod returns the SDK's go.mod.
 func GoMod() ([]byte, error) { return sdk.Source.ReadFile("go.mod") }
 

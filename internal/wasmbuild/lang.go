@@ -24,14 +24,32 @@ func Build(ctx context.Context, dir, out string) error {
 }
 
 // BuildWith compiles the module in dir to a WASI reactor at out, in the
-// module's language (Lang): Go with the stock toolchain (see buildGo).
-// The compiler's output is included in the error.
+// module's language (Lang): Go with the stock toolchain (buildGo), C with
+// clang and wasi-libc (buildC), Rust with rustc alone (buildRust), the C
+// and Rust SDKs from this station's copy of sdk/ unless the module has its
+// own. The compiler's output is included in the error.
 func BuildWith(ctx context.Context, dir, out string, o Options) error {
 	lang, err := Lang(dir)
 	if err != nil {
 		return err
 	}
 	switch lang {
+	case LangC, LangRust:
+		// The SDK this station carries, unless the module has its own
+		// copy (station module new puts one in; buildC and buildRust
+		// prefer it).
+		sdkDir, err := os.MkdirTemp("", "station-sdk-")
+		if err != nil {
+			return fmt.Errorf("build %s: %w", dir, err)
+		}
+		defer os.RemoveAll(sdkDir)
+		if _, err := gosdk.CopyDir(lang, sdkDir); err != nil {
+			return fmt.Errorf("build %s: %w", dir, err)
+		}
+		if lang == LangC {
+			return buildC(ctx, dir, out, sdkDir)
+		}
+		return buildRust(ctx, dir, out, sdkDir)
 	default:
 		env, err := goSDKEnv(ctx, dir, o)
 		if err != nil {
@@ -122,4 +140,15 @@ func findGoMod(dir string) ([]byte, error) {
 		}
 		d = parent
 	}
+}
+
+// Tidy runs go mod tidy in the Go module dir with the SDK's proxy
+// (BuildWith's), offline: for a new module, it writes go.sum.
+func Tidy(ctx context.Context, dir string, o Options) error {
+	env, err := goSDKEnv(ctx, dir, o)
+	if err != nil {
+		return err
+	}
+	_, err = goCommandEnv(ctx, dir, env, "mod", "tidy")
+	return err
 }

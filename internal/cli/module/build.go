@@ -20,7 +20,7 @@ import (
 // BuildOptions are what `station module build` was asked to do.
 type BuildOptions struct {
 	IO *cmdutil.IOStreams
-	// Build compiles the Go main package in dir to out (wasmbuild.Build).
+	// Build compiles the module in dir to out (wasmbuild.BuildWith).
 	Build func(ctx context.Context, dir, out string) error
 	// Describe asks the built module wasm for its commands' schemas
 	// (wasmbuild.Describe); nil derives none, as with --no-schemas.
@@ -35,15 +35,30 @@ type BuildOptions struct {
 
 // NewCmdBuild returns `station module build`.
 func NewCmdBuild(f *cmdutil.Factory, runF func(*BuildOptions) error) *cobra.Command {
-	opts := &BuildOptions{IO: &f.IO, Build: wasmbuild.Build, StartProgress: f.StartProgress}
+	opts := &BuildOptions{IO: &f.IO, StartProgress: f.StartProgress, Build: func(ctx context.Context, dir, out string) error {
+		return wasmbuild.BuildWith(ctx, dir, out, buildOptions(f))
+	}}
 	c := &cobra.Command{
 		Use:   "build DIR",
-		Short: "Build a Go module directory to WebAssembly",
-		Long: `Build compiles the Go main package in DIR with the stock Go toolchain
-(GOOS=wasip1 GOARCH=wasm, -buildmode=c-shared) into the wasm file its
-module.yaml names (default module.wasm), or into --output. On a terminal it
-shows how long the build has run; then it prints the file, its size and the
-time it took.
+		Short: "Build a module directory (Go, C or Rust) to WebAssembly",
+		Long: `Build compiles the module in DIR into the wasm file its module.yaml names
+(default module.wasm), or into --output, as a WASI reactor. The language is
+the one DIR holds:
+
+  Go    (go.mod or .go files) GOOS=wasip1 GOARCH=wasm go build
+        -buildmode=c-shared with the stock toolchain. A go.mod that requires
+        github.com/station-dev/station/sdk gets it from this station: build
+        puts a file-based GOPROXY in the station home (goproxy/) first in
+        GOPROXY, so no network is needed (GOPROXY=off works).
+  Rust  (Cargo.toml or src/lib.rs) rustc --target wasm32-wasi, no cargo:
+        the station crate from DIR/station/ if there is one, else this
+        station's copy of the Rust SDK.
+  C     (.c files) clang --target=wasm32-wasi with wasi-libc: DIR's
+        station.c if it has one, else this station's copy of the C SDK.
+
+On a terminal it shows how long the build has run; then it prints the file,
+its size and the time it took. A missing toolchain is an error naming what
+to install.
 
 A module built with the Go SDK describes its commands: build writes the
 JSON Schemas of each command's input and result, derived from the In and
@@ -62,6 +77,7 @@ Building again changes nothing. --no-schemas leaves module.yaml alone; a
 module that does not describe itself (not written with the Go SDK) is built
 as before.`,
 		Example: "  station module build examples/quote\n" +
+			"  station module build examples/rust/hello\n" +
 			"  station module build examples/quote -o /tmp/quote.wasm\n" +
 			"  station module build examples/quote --no-schemas",
 		Args: cmdutil.ExactArgs(1, "DIR"),

@@ -36,7 +36,7 @@ and publishes, searches and upgrades modules on the hub.`,
 	for _, sub := range onStation {
 		cmdutil.StationFlags(sub, f)
 	}
-	c.AddCommand(NewCmdBuild(f, nil), NewCmdSchema(f, nil), NewCmdTest(f, nil))
+	c.AddCommand(NewCmdNew(f, nil), NewCmdBuild(f, nil), NewCmdTest(f, nil), NewCmdSchema(f, nil))
 	c.AddCommand(onStation...)
 	return cmdutil.Group(c)
 }
