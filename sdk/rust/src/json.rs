@@ -416,6 +416,27 @@ impl Object {
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.iter().map(|(k, _)| k.as_str())
     }
+
+    /// Refuses an input with a field not in `fields`, as the Go SDK refuses
+    /// a field its input type does not have (and the C SDK one its command
+    /// table does not list): `invalid input: unknown field "nmae"`. A
+    /// misspelled option then fails instead of being silently ignored.
+    ///
+    /// ```
+    /// let input = station::json::parse(br#"{"nmae": "Ada"}"#).unwrap();
+    /// let err = input.as_object().unwrap().only(&["name"]).unwrap_err();
+    /// assert_eq!(err.message(), r#"invalid input: unknown field "nmae""#);
+    /// ```
+    pub fn only(&self, fields: &[&str]) -> Result<(), crate::Error> {
+        match self.keys().find(|k| !fields.contains(k)) {
+            None => Ok(()),
+            Some(k) => {
+                let mut quoted = String::new();
+                write_string(&mut quoted, k);
+                Err(crate::Error::new(format!("invalid input: unknown field {}", quoted)))
+            }
+        }
+    }
 }
 
 /// `object["key"]` is the field's value, or `null`.

@@ -15,6 +15,7 @@ use station::{http, Error};
 /// `{"name": "Ada"}` -> `{"greeting": "Hello, Ada!"}`. The name is trimmed
 /// of ASCII whitespace and must not be empty.
 fn greet(input: Object) -> Result<Object, Error> {
+    input.only(&["name"])?;
     let name = input.get_str("name").map(trim_ascii).unwrap_or("");
     if name.is_empty() {
         return Err(Error::new("name is required"));
@@ -26,6 +27,7 @@ fn greet(input: Object) -> Result<Object, Error> {
 /// "..."}`: any HTTP status is a result; a request the station refuses or
 /// fails fails the command with the station's message.
 fn fetch(input: Object) -> Result<Object, Error> {
+    input.only(&["url"])?;
     let url = input.get_str("url").unwrap_or("");
     if url.is_empty() {
         return Err(Error::new("url is required"));
