@@ -9,8 +9,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // VersionOptions are what `station version` was asked to do.
@@ -27,10 +28,12 @@ func NewCmdVersion(f *cmdutil.Factory, runF func(*VersionOptions) error) *cobra.
 		Use:   "version",
 		Short: "Print the station version, guest ABI and runtime (also: station --version)",
 		Long: `Version prints the station's version ("(devel)" when built from a checkout),
-the guest ABI version modules are built against, and the version of wazero,
+the guest ABI version modules are built against, the version of the SDK it
+carries (what station module new writes into a Go module's go.mod, and
+station module build serves to the Go toolchain), and the version of wazero,
 the WebAssembly runtime. station --version prints the same.
 
-With --json: {"version", "guest_abi", "wazero"}.`,
+With --json: {"version", "guest_abi", "sdk", "wazero"}.`,
 		Example: "  station version\n  station version --json",
 		Args:    cmdutil.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -52,6 +55,7 @@ func versionRun(opts *VersionOptions) error {
 type VersionResult struct {
 	Version  string `json:"version"`
 	GuestABI int    `json:"guest_abi"`
+	SDK      string `json:"sdk"`
 	Wazero   string `json:"wazero"`
 }
 
@@ -65,7 +69,7 @@ func Current() VersionResult {
 			}
 		}
 	}
-	return VersionResult{Version: cmdutil.Version(), GuestABI: abi.Version, Wazero: wz}
+	return VersionResult{Version: cmdutil.Version(), GuestABI: abi.Version, SDK: sdk.Version, Wazero: wz}
 }
 
 // Text implements cmdutil.Texter: what `station --version` prints too.
@@ -76,5 +80,5 @@ func (r VersionResult) Text(w io.Writer) error {
 
 // String is Text as a string, for cobra's --version template.
 func (r VersionResult) String() string {
-	return fmt.Sprintf("station %s\nguest ABI %d\nwazero %s\n", r.Version, r.GuestABI, r.Wazero)
+	return fmt.Sprintf("station %s\nguest ABI %d\nsdk %s\nwazero %s\n", r.Version, r.GuestABI, r.SDK, r.Wazero)
 }

@@ -6,9 +6,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/cli/clitest"
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // TestVersion: the text is what station --version prints, and --json the
@@ -26,7 +27,7 @@ func TestVersion(t *testing.T) {
 	if err := versionRun(&VersionOptions{IO: &cmdutil.IOStreams{Out: &out}}); err != nil {
 		t.Fatal(err)
 	}
-	if text := out.String(); text != Current().String() || !strings.HasPrefix(text, "station ") || !strings.Contains(text, "\nguest ABI 1\nwazero ") {
+	if text := out.String(); text != Current().String() || !strings.HasPrefix(text, "station ") || !strings.Contains(text, "\nguest ABI 1\nsdk v1.") {
 		t.Errorf("version text = %q", text)
 	}
 	out.Reset()
@@ -34,7 +35,7 @@ func TestVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	var v map[string]any
-	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["version"] != Current().Version || v["guest_abi"] != float64(abi.Version) || v["wazero"] == "" || len(v) != 3 {
+	if err := json.Unmarshal(out.Bytes(), &v); err != nil || v["version"] != Current().Version || v["guest_abi"] != float64(abi.Version) || v["wazero"] == "" || v["sdk"] != sdk.Version || len(v) != 4 {
 		t.Errorf("version --json = %s (%v)", out.String(), err)
 	}
 }
