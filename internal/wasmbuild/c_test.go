@@ -4,14 +4,18 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +102,41 @@ func TestCToolchain(t *testing.T) {
 	}
 	if v := clangVersion("Debian clang version 14.0.6\nTarget: x86_64-pc-linux-gnu\n"); v != "14.0.6" {
 		t.Errorf("clangVersion = %q", v)
+	}
+}
+
+// TestLookC checks what CToolchain says when the toolchain is missing or
+// broken: the packages to install.
+func TestLookC(t *testing.T) {
+	ctx := context.Background()
+	t.Setenv("STATION_CLANG", filepath.Join(t.TempDir(), "no-such-clang"))
+	_, err := lookC(ctx)
+	t.Log(err)
+	if err == nil || !strings.Contains(err.Error(), "STATION_CLANG=") ||
+		!strings.HasSuffix(err.Error(), "install it with: apt-get install clang lld wasi-libc libclang-rt-14-dev-wasm32") {
+		t.Errorf("no clang: %v", err)
+	}
+	// A clang 16 that cannot link for wasm32-wasi (compiler-rt missing).
+	fake := filepath.Join(t.TempDir(), "clang")
+	script := "#!/bin/sh\nif [ \"$1\" = --version ]; then echo 'clang version 16.0.6'; exit 0; fi\necho 'wasm-ld: error: cannot open libclang_rt.builtins-wasm32.a' >&2\nexit 1\n"
+	if err := os.WriteFile(fake, []byte(script), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("STATION_CLANG", fake)
+	_, err = lookC(ctx)
+	t.Log(err)
+	if _, statErr := os.Stat("/usr/include/wasm32-wasi/stdlib.h"); statErr != nil {
+		if _, statErr = os.Stat("/usr/share/wasi-sysroot"); statErr != nil {
+			// No wasi-libc on this machine: that is what it says.
+			if err == nil || !strings.Contains(err.Error(), "needs wasi-libc") || !strings.Contains(err.Error(), "libclang-rt-16-dev-wasm32") {
+				t.Errorf("no wasi-libc: %v", err)
+			}
+			return
+		}
+	}
+	if err == nil || !strings.Contains(err.Error(), "install: apt-get install clang lld wasi-libc libclang-rt-16-dev-wasm32") ||
+		!strings.Contains(err.Error(), "libclang_rt.builtins-wasm32.a") {
+		t.Errorf("a clang that cannot link: %v", err)
 	}
 }
 
@@ -1192,6 +1231,13 @@ func TestCSDKCalls(t *testing.T) {
 			t.Errorf("raw %q: %v", in, got)
 		}
 	}
+	// A result over the station's output limit fails the call: output_set
+	// refused it.
+	zeros := make([]byte, 3<<20)
+	want := fmt.Sprintf(`sdk: command "bytes": set a result of %d bytes: too_large`, 6*len(zeros)+2)
+	if rc, out := g.call(t, "bytes", []byte(`{"b64":"`+base64.StdEncoding.EncodeToString(zeros)+`"}`)); rc != 1 || out != want {
+		t.Errorf("an 18 MiB result: %d %q, want %q", rc, out, want)
+	}
 	// Memory that is not there is NULL, and the instance goes on.
 	if got := g.mustCall(t, "alloc", `{"n": 1000000000}`); got["ok"] != false {
 		t.Errorf("alloc 1 GB: %v", got)
@@ -1319,19 +1365,22 @@ func cCanonGo(t testing.TB, data []byte) (string, int) {
 	return b.String(), maxDepth
 }
 
+// cJSONSeeds are the documents the JSON tests start from.
+var cJSONSeeds = []string{
+	`{}`, `[]`, `""`, `0`, `-0`, `-0.0e+0`, `1E-2`, `true`, `false`, `null`, ` [ 1 , 2 ] `, `{"a":{"b":[{}]}}`,
+	`"\"\\\/\b\f\n\r\t\u0000\u001f\u0020\u007f\u00ff\u2028\uffff"`, `"\ud83d\ude00"`, `"\ud800"`, `"\udc00\ud800"`, `"\ud800\ud800\udc00"`,
+	`"\uD83D\uDE00"`, `"é☃😀"`, `{"a":1,"a":2}`, `{"\u0061":"\u0062"}`, `[1,]`, `{"a":1,}`, `[01]`, `1.`, `.1`, `-`, `+1`, `1e`, `1e+`,
+	`"\u12"`, `"\x"`, "\"\t\"", "\"\x7f\"", "\"\xff\"", "\"\xc3\xa9\"", "\"\xed\xa0\x80\"", `[1 2]`, `{"a" 1}`, `{1:2}`, `[`, `]`, `{"a"`,
+	`nul`, `truex`, `[true false]`, "\x00", "[]\x00", `{} {}`, `"` + strings.Repeat(`\u00e9`, 100) + `"`,
+	strings.Repeat("[", 300) + strings.Repeat("]", 300), strings.Repeat("[", 10001) + strings.Repeat("]", 10001), "\ufeff[]", "\u00a0[]", "\v[]",
+}
+
 // FuzzCJSON checks the SDK's JSON reader (and its writer) against Go's
 // encoding/json: a document is valid for one exactly when it is valid for
 // the other (Go, unlike the SDK, accepts bytes that are not UTF-8 in
 // strings), and reading it and writing it again gives the same text.
 func FuzzCJSON(f *testing.F) {
-	for _, s := range []string{
-		`{}`, `[]`, `""`, `0`, `-0`, `-0.0e+0`, `1E-2`, `true`, `false`, `null`, ` [ 1 , 2 ] `, `{"a":{"b":[{}]}}`,
-		`"\"\\\/\b\f\n\r\t\u0000\u001f\u0020\u007f\u00ff\u2028\uffff"`, `"\ud83d\ude00"`, `"\ud800"`, `"\udc00\ud800"`, `"\ud800\ud800\udc00"`,
-		`"\uD83D\uDE00"`, `"é☃😀"`, `{"a":1,"a":2}`, `{"\u0061":"\u0062"}`, `[1,]`, `{"a":1,}`, `[01]`, `1.`, `.1`, `-`, `+1`, `1e`, `1e+`,
-		`"\u12"`, `"\x"`, "\"\t\"", "\"\x7f\"", "\"\xff\"", "\"\xc3\xa9\"", "\"\xed\xa0\x80\"", `[1 2]`, `{"a" 1}`, `{1:2}`, `[`, `]`, `{"a"`,
-		`nul`, `truex`, `[true false]`, "\x00", "[]\x00", `{} {}`, `"` + strings.Repeat(`\u00e9`, 100) + `"`,
-		strings.Repeat("[", 300) + strings.Repeat("]", 300), strings.Repeat("[", 10001) + strings.Repeat("]", 10001), "\ufeff[]", "\u00a0[]", "\v[]",
-	} {
+	for _, s := range cJSONSeeds {
 		f.Add([]byte(s))
 	}
 	g := newCSDKGuest(f)
@@ -1537,4 +1586,287 @@ const station_command station_commands[] = {` + c.table + `};
 			}
 		}
 	}
+}
+
+// cNativeDriver runs the SDK natively, on a stub of the station's imports,
+// so that AddressSanitizer and UndefinedBehaviorSanitizer watch it: a
+// WebAssembly module has no bounds checks inside its own memory, so a read
+// past the end of an input would go unnoticed there. Each input goes
+// through dispatch as three commands, and its invariants abort:
+//
+//   - walk (raw): the document, parsed; every string decoded, every number
+//     converted, every key found again with station_json_get; written
+//     again with the writer, whose output must parse and write again the
+//     same; and the bytes decoded and encoded as base64.
+//   - strict (fields "a,b") and loose (no fields): the input check.
+//
+// Built with -DSTATION_LIBFUZZER and -fsanitize=fuzzer it is a libFuzzer
+// target; otherwise main replays a file of records (a 4-byte little-endian
+// length, then the bytes).
+const cNativeDriver = `#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "station.h"
+
+int32_t station__call(int32_t command, int32_t input);
+
+static const char *bufs[3];
+static size_t lens[3];
+static bool live[3];
+static char *output;
+static size_t output_len;
+
+int32_t station_host_buf_len(int32_t h) { return h >= 1 && h <= 2 && live[h] ? (int32_t)lens[h] : -1; }
+int32_t station_host_buf_read(int32_t h, void *p, int32_t n) {
+    if (h < 1 || h > 2 || !live[h])
+        return -3;
+    if ((size_t)n < lens[h])
+        return -4;
+    if (lens[h] > 0)
+        memcpy(p, bufs[h], lens[h]);
+    live[h] = false;
+    return (int32_t)lens[h];
+}
+void station_host_buf_free(int32_t h) {
+    if (h >= 1 && h <= 2)
+        live[h] = false;
+}
+int32_t station_host_output_set(const void *p, int32_t n) {
+    free(output);
+    output = malloc((size_t)n + 1);
+    if (n > 0)
+        memcpy(output, p, (size_t)n);
+    output_len = (size_t)n;
+    return 0;
+}
+int32_t station_host_log(int32_t level, const void *p, int32_t n) { (void)level, (void)p, (void)n; return 0; }
+int64_t station_host_http_request(const void *p, int32_t n) { (void)p, (void)n; return (int64_t)1 << 32; }
+int64_t station_host_process_run(const void *p, int32_t n) { (void)p, (void)n; return (int64_t)7 << 32; }
+int64_t station_host_llm_complete(const void *p, int32_t n) { (void)p, (void)n; return (int64_t)7 << 32; }
+
+#define CHECK(cond) do { if (!(cond)) { fprintf(stderr, "check failed: %s (line %d)\n", #cond, __LINE__); abort(); } } while (0)
+
+static void walk(station_writer *w, station_json v, int depth) {
+    station_json_iter it;
+    station_json k, x, found;
+    size_t n;
+    double d;
+    int64_t i;
+    bool b;
+    const char *s;
+    if (depth > STATION_WRITER_MAX_DEPTH)
+        return;
+    switch (station_json_type(v)) {
+    case STATION_JSON_OBJECT:
+        station_begin_object(w);
+        CHECK(station_json_iter_init(&it, v));
+        while (station_json_next(&it, &k, &x)) {
+            s = station_json_string(k, &n);
+            CHECK(s != NULL && s[n] == '\0');
+            if (strlen(s) == n) {
+                CHECK(station_json_get(v, s, &found));
+                station_json_get_string(v, s, NULL);
+                station_json_get_int(v, s, &i);
+                station_json_get_number(v, s, &d);
+                station_json_get_bool(v, s, &b);
+            }
+            station_key_n(w, s, n);
+            walk(w, x, depth + 1);
+        }
+        station_end_object(w);
+        break;
+    case STATION_JSON_ARRAY:
+        station_begin_array(w);
+        CHECK(station_json_iter_init(&it, v));
+        while (station_json_next(&it, NULL, &x))
+            walk(w, x, depth + 1);
+        station_end_array(w);
+        break;
+    case STATION_JSON_STRING:
+        s = station_json_string(v, &n);
+        CHECK(s != NULL && s[n] == '\0');
+        CHECK((station_json_string(v, NULL) != NULL) == (strlen(s) == n));
+        station_string_n(w, s, n);
+        break;
+    case STATION_JSON_NUMBER:
+        if (station_json_number(v, &d))
+            station_number(w, d);
+        else
+            station_raw_json(w, v.text, v.len);
+        station_json_int(v, &i);
+        break;
+    case STATION_JSON_BOOL:
+        CHECK(station_json_bool(v, &b));
+        station_bool(w, b);
+        break;
+    case STATION_JSON_NULL:
+        station_null(w);
+        break;
+    default:
+        CHECK(0);
+    }
+}
+
+static int cmd_walk(station_call *c) {
+    station_json v, again;
+    const char *err;
+    size_t n;
+    char *b64 = station_alloc(station_base64_encoded_len(c->input.len) + 1);
+    unsigned char *raw = station_alloc(c->input.len + 1); /* room for either decoding */
+    CHECK(b64 && raw);
+    station_base64_encode(c->input.text, c->input.len, b64);
+    CHECK(station_base64_decode(b64, strlen(b64), raw, &n) && n == c->input.len && memcmp(raw, c->input.text, n) == 0);
+    if (station_base64_decode(c->input.text, c->input.len, raw, &n)) {
+        station_base64_encode(raw, n, b64);
+        CHECK(strlen(b64) == c->input.len);
+    }
+    if (!station_json_parse(c->input.text, c->input.len, &v, &err))
+        return station_fail(c, "invalid: %s", err);
+    walk(&c->result, v, 0);
+    if (c->result.error == NULL) {
+        station_writer w2 = {0};
+        CHECK(station_json_parse(c->result.data, c->result.len, &again, &err));
+        walk(&w2, again, 0);
+        CHECK(w2.error == NULL && w2.len == c->result.len && memcmp(w2.data, c->result.data, w2.len) == 0);
+        station_writer_free(&w2);
+    }
+    return STATION_OK;
+}
+
+static int cmd_read(station_call *c) {
+    size_t n;
+    station_json_get_string(c->input, "a", &n);
+    station_json_get_string(c->input, "b", NULL);
+    return STATION_OK;
+}
+
+const station_command station_commands[] = {
+    {"walk", cmd_walk, NULL, STATION_RAW},
+    {"strict", cmd_read, "a,b"},
+    {"loose", cmd_read},
+    {0},
+};
+
+static void run(const char *command, const unsigned char *data, size_t size) {
+    bufs[1] = command;
+    lens[1] = strlen(command);
+    bufs[2] = (const char *)data;
+    lens[2] = size;
+    live[1] = true;
+    live[2] = size > 0;
+    int32_t rc = station__call(1, size > 0 ? 2 : 0);
+    CHECK(!live[1] && !live[2]);
+    CHECK(rc == 0 || rc == 1);
+    if (rc == 0 && output_len > 0)
+        CHECK(station_json_parse(output, output_len, NULL, NULL));
+    free(output);
+    output = NULL;
+    output_len = 0;
+}
+
+int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size) {
+    run("walk", data, size);
+    run("strict", data, size);
+    run("loose", data, size);
+    return 0;
+}
+
+#ifndef STATION_LIBFUZZER
+int main(int argc, char **argv) {
+    CHECK(argc == 2);
+    FILE *f = fopen(argv[1], "rb");
+    CHECK(f != NULL);
+    unsigned char hdr[4];
+    size_t count = 0;
+    while (fread(hdr, 1, 4, f) == 4) {
+        size_t n = (size_t)hdr[0] | (size_t)hdr[1] << 8 | (size_t)hdr[2] << 16 | (size_t)hdr[3] << 24;
+        unsigned char *data = malloc(n > 0 ? n : 1); /* exactly n: ASan sees a read past the end */
+        CHECK(data != NULL && fread(data, 1, n, f) == n);
+        LLVMFuzzerTestOneInput(data, n);
+        free(data);
+        count++;
+    }
+    fclose(f);
+    printf("%zu inputs\n", count);
+    return 0;
+}
+#endif
+`
+
+// TestCSDKNative runs cNativeDriver under the sanitizers over the JSON
+// seeds and mutations of them. It needs a native C compiler with ASan and
+// UBSan (skipped otherwise).
+func TestCSDKNative(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	cc := ""
+	for _, c := range []string{os.Getenv("CC"), "cc", "clang", "gcc"} {
+		if p, err := exec.LookPath(c); c != "" && err == nil {
+			cc = p
+			break
+		}
+	}
+	if cc == "" {
+		t.Skip("no native C compiler")
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "driver.c"), []byte(cNativeDriver), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sdk := filepath.Join(cRepoRoot(t), "sdk", "c")
+	bin := filepath.Join(dir, "driver")
+	ctx := context.Background()
+	build := exec.CommandContext(ctx, cc, "-std=c11", "-g", "-O1", "-Wall", "-Wextra", "-Werror", "-Wno-missing-field-initializers",
+		"-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer",
+		"-I", sdk, "-o", bin, filepath.Join(dir, "driver.c"), filepath.Join(sdk, "station.c"), "-lm")
+	if out, err := build.CombinedOutput(); err != nil {
+		if bytes.Contains(out, []byte("sanitize")) || bytes.Contains(out, []byte("asan")) {
+			t.Skipf("%s cannot build with the sanitizers: %s", cc, out)
+		}
+		t.Fatalf("%s: %v\n%s", cc, err, out)
+	}
+
+	// The seeds, then mutations of them: bytes replaced, inserted or
+	// deleted, drawn mostly from JSON's own alphabet.
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "{}[]\":,\\/ \t\nu0123456789abcdefABCDEF-+.eEtrulnsfDd\x00\x7f\xc3\xa9\xed\xa0\x80\xf0\x9f\x98\xff"
+	inputs := slices.Clone(cJSONSeeds)
+	inputs = append(inputs, `{"a":"x","b":"y"}`, `{"a":1,"a":2}`, `{"a":1,"c":2}`, `{"b":"\u0000"}`, `{"a\u0000":1,"a\u0000":2}`,
+		`{"x":[1,2,{"y":"\ud83d\ude00"}],"z":-1.5e-300,"w":123456789012345678901234567890}`, `"AAECAw=="`, `Zm9vYg==`)
+	for range 30000 {
+		b := []byte(inputs[rng.IntN(len(inputs))])
+		for range 1 + rng.IntN(4) {
+			c := alphabet[rng.IntN(len(alphabet))]
+			if rng.IntN(8) == 0 {
+				c = byte(rng.IntN(256))
+			}
+			switch i := rng.IntN(len(b) + 1); {
+			case rng.IntN(3) == 0 && i < len(b):
+				b = slices.Delete(b, i, i+1)
+			case rng.IntN(2) == 0 && i < len(b):
+				b[i] = c
+			default:
+				b = slices.Insert(b, i, c)
+			}
+		}
+		inputs = append(inputs, string(b))
+	}
+	var records bytes.Buffer
+	for _, in := range inputs {
+		records.Write(binary.LittleEndian.AppendUint32(nil, uint32(len(in))))
+		records.WriteString(in)
+	}
+	corpus := filepath.Join(dir, "inputs")
+	if err := os.WriteFile(corpus, records.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := exec.CommandContext(ctx, bin, corpus)
+	run.Env = append(os.Environ(), "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0", "UBSAN_OPTIONS=print_stacktrace=1")
+	out, err := run.CombinedOutput()
+	if err != nil {
+		t.Fatalf("the native driver: %v\n%s", err, out)
+	}
+	t.Logf("%s", bytes.TrimSpace(out))
 }

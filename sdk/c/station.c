@@ -1372,9 +1372,9 @@ static int compare_keys(const void *a, const void *b) {
     return c != 0 ? c : (x->n > y->n) - (x->n < y->n);
 }
 
-/* field_listed reports whether key[0..n) is one of the names in fields
- * (separated by spaces or commas). */
-static bool field_listed(const char *fields, const char *key, size_t n) {
+/* field_listed returns where key[0..n) is in fields (names separated by
+ * spaces or commas), or NULL. */
+static const char *field_listed(const char *fields, const char *key, size_t n) {
     const char *p = fields;
     while (*p) {
         while (*p == ' ' || *p == ',')
@@ -1383,10 +1383,20 @@ static bool field_listed(const char *fields, const char *key, size_t n) {
         while (*q && *q != ' ' && *q != ',')
             q++;
         if ((size_t)(q - p) == n && n > 0 && memcmp(p, key, n) == 0)
-            return true;
+            return p;
         p = q;
     }
-    return false;
+    return NULL;
+}
+
+/* key_text returns the decoded text of the key token k: the token's own
+ * bytes when it has no escapes, else a decoded copy. */
+static const char *key_text(station_json k, size_t *n) {
+    if (memchr(k.text, '\\', k.len) == NULL) {
+        *n = k.len - 2;
+        return k.text + 1;
+    }
+    return station_json_string(k, n);
 }
 
 static const char *const kind_names[] = {
@@ -1408,19 +1418,37 @@ static const char *check_input(station_call *c, const station_command *cmd, cons
     }
     if (!station_json_parse(text, len, &v, &err))
         return alloc_printf("invalid input: %s", err ? err : "out of memory");
-    station_json_kind k = station_json_type(v);
-    if (k == STATION_JSON_NULL) {
+    station_json_kind kind = station_json_type(v);
+    if (kind == STATION_JSON_NULL) {
         c->input = (station_json){empty, 2}; /* as Go decodes null into a struct */
         return NULL;
     }
-    if (k != STATION_JSON_OBJECT)
-        return alloc_printf("invalid input: the input is %s, not a JSON object", kind_names[k]);
+    if (kind != STATION_JSON_OBJECT)
+        return alloc_printf("invalid input: the input is %s, not a JSON object", kind_names[kind]);
     c->input = v;
 
     /* Each key once, and only the listed ones. */
     station_json_iter it;
     station_json key;
-    size_t n = 0;
+    const char *k;
+    size_t kn, n = 0;
+    if (cmd->fields != NULL) {
+        /* seen marks the listed names met so far, by their offset in fields. */
+        unsigned char *seen = station_alloc(strlen(cmd->fields) + 1);
+        if (seen == NULL)
+            return "out of memory";
+        station_json_iter_init(&it, v);
+        while (station_json_next(&it, &key, NULL)) {
+            if ((k = key_text(key, &kn)) == NULL)
+                return "out of memory";
+            const char *f = field_listed(cmd->fields, k, kn);
+            if (f == NULL)
+                return alloc_printf("invalid input: unknown field %s", quote(k, kn));
+            if (seen[f - cmd->fields]++)
+                return alloc_printf("invalid input: duplicate key %s", quote(k, kn));
+        }
+        return NULL;
+    }
     station_json_iter_init(&it, v);
     while (station_json_next(&it, NULL, NULL))
         n++;
@@ -1428,13 +1456,9 @@ static const char *check_input(station_call *c, const station_command *cmd, cons
     if (keys == NULL)
         return "out of memory";
     station_json_iter_init(&it, v);
-    for (size_t i = 0; station_json_next(&it, &key, NULL); i++) {
-        keys[i].s = station_json_string(key, &keys[i].n);
-        if (keys[i].s == NULL)
+    for (size_t i = 0; station_json_next(&it, &key, NULL); i++)
+        if ((keys[i].s = key_text(key, &keys[i].n)) == NULL)
             return "out of memory";
-        if (cmd->fields != NULL && !field_listed(cmd->fields, keys[i].s, keys[i].n))
-            return alloc_printf("invalid input: unknown field %s", quote(keys[i].s, keys[i].n));
-    }
     qsort(keys, n, sizeof *keys, compare_keys);
     for (size_t i = 1; i < n; i++)
         if (compare_keys(&keys[i - 1], &keys[i]) == 0)
