@@ -3,7 +3,10 @@ package wasmbuild
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,13 +186,8 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 	}
 	defer os.RemoveAll(tmp)
 
-	// Paths in panic messages name the crate's files, not this machine's.
-	sdkArgs := append([]string{
-		"--crate-name", "station", "--crate-type=rlib", "--edition", "2021", "--target", tc.target,
-		"--remap-path-prefix", sdkDir + string(filepath.Separator) + "=station" + string(filepath.Separator),
-	}, rustOptFlags...)
-	sdkArgs = append(sdkArgs, "--out-dir", tmp, sdkSrc)
-	if err := runRustc(ctx, tc, dir, "the station SDK", sdkArgs); err != nil {
+	rlibDir, err := rustSDK(ctx, tc, dir, sdkDir, tmp)
+	if err != nil {
 		return err
 	}
 	wasm := filepath.Join(tmp, "module.wasm")
@@ -199,7 +197,7 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 	}, rustOptFlags...)
 	modArgs = append(modArgs,
 		"-C", "lto", "-C", "strip=symbols",
-		"--extern", "station="+filepath.Join(tmp, "libstation.rlib"), "-L", "dependency="+tmp,
+		"--extern", "station="+filepath.Join(rlibDir, "libstation.rlib"), "-L", "dependency="+rlibDir,
 		"-o", wasm, modSrc)
 	if err := runRustc(ctx, tc, dir, "the module", modArgs); err != nil {
 		return err
@@ -209,6 +207,66 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 		return err
 	}
 	return os.WriteFile(out, b, 0o644)
+}
+
+// rustSDK compiles the SDK crate at sdkDir to libstation.rlib and returns
+// the directory holding it: a directory of this user's cache keyed by the
+// crate's files and the compiler, so that a rebuild compiles only the
+// module, or tmp when there is no usable cache.
+func rustSDK(ctx context.Context, tc *rustToolchain, dir, sdkDir, tmp string) (string, error) {
+	// Paths in panic messages name the crate's files, not this machine's.
+	args := append([]string{
+		"--crate-name", "station", "--crate-type=rlib", "--edition", "2021", "--target", tc.target,
+		"--remap-path-prefix", sdkDir + string(filepath.Separator) + "=station" + string(filepath.Separator),
+	}, rustOptFlags...)
+	compile := func(outDir string) error {
+		return runRustc(ctx, tc, dir, "the station SDK", append(args, "--out-dir", outDir, filepath.Join(sdkDir, "src", "lib.rs")))
+	}
+	key, err := rustSDKKey(tc, sdkDir)
+	cache, cerr := os.UserCacheDir()
+	if err != nil || cerr != nil {
+		return tmp, compile(tmp)
+	}
+	root := filepath.Join(cache, "station", "rust-sdk")
+	if privateDir(root) != nil {
+		return tmp, compile(tmp)
+	}
+	final := filepath.Join(root, key)
+	if rustFileExists(filepath.Join(final, "libstation.rlib")) {
+		return final, nil
+	}
+	staging, err := os.MkdirTemp(root, key+"-*.tmp")
+	if err != nil {
+		return tmp, compile(tmp)
+	}
+	defer os.RemoveAll(staging)
+	if err := compile(staging); err != nil {
+		return "", err
+	}
+	if err := os.Rename(staging, final); err != nil && !rustFileExists(filepath.Join(final, "libstation.rlib")) {
+		return "", err
+	}
+	return final, nil
+}
+
+// rustSDKKey hashes what the SDK's rlib is made of: its source files (the
+// .rs files under sdkDir/src), the compiler and the flags.
+func rustSDKKey(tc *rustToolchain, sdkDir string) (string, error) {
+	h := sha256.New()
+	fmt.Fprintf(h, "rust-sdk 1\x00%s\x00%s\x00%s\x00", tc, tc.target, strings.Join(rustOptFlags, " "))
+	src := filepath.Join(sdkDir, "src")
+	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(src, p)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
+		return hashFile(h, p)
+	})
+	return hex.EncodeToString(h.Sum(nil)[:16]), err
 }
 
 // runRustc runs tc's rustc with args in dir; what names the crate in the
