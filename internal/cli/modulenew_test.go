@@ -48,6 +48,11 @@ func TestNewModuleFromScratch(t *testing.T) {
 				}
 			}
 			station(t, home, "", "module", "build", dir).want(t, 0)
+			// Its tests.yaml passes in a throwaway station, showing the calls.
+			r = station(t, home, "", "module", "test", "--no-build", dir).want(t, 0)
+			if !strings.Contains(r.out, "2 passed") {
+				t.Errorf("module test of a new module:\n%s", r.out)
+			}
 			station(t, home, "", "module", "install", "--yes", dir).want(t, 0)
 			r = station(t, home, "", "run", id, "greet", "--compact", "--input", `{"name": "Ada"}`).want(t, 0)
 			if got := strings.TrimSpace(r.out); got != `{"greeting":"Hello, Ada!"}` {
