@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -307,6 +308,9 @@ func (d *specDecoder) tests(n *yaml.Node) []Test {
 
 // json decodes the YAML value n as the JSON document it spells.
 func (d *specDecoder) json(n *yaml.Node, path string) json.RawMessage {
+	if !d.flowCommas(n, path) {
+		return nil
+	}
 	v, ok := d.JSON(n, path)
 	if !ok {
 		return nil
@@ -317,6 +321,33 @@ func (d *specDecoder) json(n *yaml.Node, path string) json.RawMessage {
 		return nil
 	}
 	return b
+}
+
+// flowCommas reports whether no flow mapping under n ({...}) has a key
+// without a value where the comma of a plain string ended the value
+// before it — {greeting: Hello, Ada!} is {"greeting": "Hello", "Ada!":
+// null} — after recording each such key.
+func (d *specDecoder) flowCommas(n *yaml.Node, path string) bool {
+	ok := true
+	if n.Kind == yaml.MappingNode && n.Style&yaml.FlowStyle != 0 {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if i == 0 || k.Style != 0 || v.Value != "" || !yamlx.IsNull(v) || v.Line != k.Line || v.Column != k.Column+len(k.Value) {
+				continue
+			}
+			prev := n.Content[i-1]
+			hint := ""
+			if prev.Kind == yaml.ScalarNode && prev.Style == 0 {
+				hint = ", e.g. " + strconv.Quote(prev.Value+", "+k.Value)
+			}
+			d.Addf(k, path, "%s has no value: in {...} a comma ends a plain value, so quote a string that has one%s", yamlx.Quote(k.Value), hint)
+			ok = false
+		}
+	}
+	for _, c := range n.Content {
+		ok = d.flowCommas(c, path) && ok
+	}
+	return ok
 }
 
 // ParseHost checks that s is a host a fixture can stand for — a name or an

@@ -48,6 +48,11 @@ tests:
 	if string(d.Input) != "null" {
 		t.Errorf("input: null sends null, got %q", d.Input)
 	}
+	// Empty and null values in a flow mapping are values, not a comma's
+	// mistake.
+	if _, err := ParseSpec("tests.yaml", []byte("tests:\n  - {command: x, input: {a: , b: ~, c: null, d: [1, 2], e: \"x, y\"}}\n")); err != nil {
+		t.Errorf("flow mappings with empty values: %v", err)
+	}
 	long := Test{Command: "x", Input: []byte(`"` + strings.Repeat("é", 200) + `"`)}
 	if got := long.Title(); len(got) > 2+maxTitle || !strings.HasSuffix(got, "...") {
 		t.Errorf("a long input's title is %d bytes: %q", len(got), got)
@@ -67,6 +72,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"tests not a list", "tests: {command: x}\n", "tests: must be a list of tests, not a mapping"},
 		{"a test not a mapping", "tests:\n  - greet\n", "tests[0]: must be a mapping, not a string"},
 		{"input not JSON", "tests:\n  - command: x\n    input: 2024-01-01\n", "is not a JSON value"},
+		{"a comma in a flow mapping", "tests:\n  - command: greet\n    want: {greeting: Hello, Ada!}\n", `tests.yaml:3:29: tests[0].want: "Ada!" has no value: in {...} a comma ends a plain value, so quote a string that has one, e.g. "Hello, Ada!"`},
 		{"alias", "tests:\n  - &a {command: x}\n  - *a\n", "anchors (&a) are not allowed in tests.yaml"},
 		{"not YAML", "tests: [\n", "invalid YAML"},
 		{"two documents", "tests: []\n---\ntests: []\n", "found a second one"},
