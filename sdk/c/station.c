@@ -98,7 +98,8 @@ static char *alloc_printf(const char *fmt, ...) {
  * with one host call instead of two (buf_len, then buf_read). */
 #define FIRST_READ 4096
 
-station_status station_read_buffer(int32_t h, const char **data, size_t *len) {
+/* read_buffer is station_read_buffer, with NOMEM when memory ran out. */
+static station_status read_buffer(int32_t h, const char **data, size_t *len) {
     *data = NULL;
     *len = 0;
     if (h == 0) {
@@ -131,6 +132,11 @@ station_status station_read_buffer(int32_t h, const char **data, size_t *len) {
     *data = p;
     *len = (size_t)r;
     return STATION_STATUS_OK;
+}
+
+station_status station_read_buffer(int32_t h, const char **data, size_t *len) {
+    station_status s = read_buffer(h, data, len);
+    return s == NOMEM ? STATION_STATUS_FAILED : s;
 }
 
 /* ========================================================================
@@ -1227,7 +1233,7 @@ station_status station_http(const station_http_request *req, station_http_respon
     station_status s = (station_status)(int32_t)(r >> 32);
     const char *doc;
     size_t len;
-    station_status rs = station_read_buffer((int32_t)(uint32_t)r, &doc, &len);
+    station_status rs = read_buffer((int32_t)(uint32_t)r, &doc, &len);
     if (rs != STATION_STATUS_OK) {
         if (s == STATION_STATUS_OK)
             s = rs;
@@ -1474,7 +1480,7 @@ static void set_output(const char *p, size_t n) { station_host_output_set(p, (in
 static int dispatch(station_call *c, int32_t command, int32_t input) {
     const char *name, *text, *msg;
     size_t name_len, len;
-    station_status s = station_read_buffer(command, &name, &name_len);
+    station_status s = read_buffer(command, &name, &name_len);
     if (s != STATION_STATUS_OK) {
         station_host_buf_free(input);
         msg = alloc_printf("sdk: read the command name: %s", station_status_name(s));
@@ -1495,7 +1501,7 @@ static int dispatch(station_call *c, int32_t command, int32_t input) {
         set_output(msg, strlen(msg));
         return STATION_UNKNOWN_COMMAND;
     }
-    if ((s = station_read_buffer(input, &text, &len)) != STATION_STATUS_OK) {
+    if ((s = read_buffer(input, &text, &len)) != STATION_STATUS_OK) {
         msg = alloc_printf("sdk: read the input of command \"%s\": %s", cmd->name, station_status_name(s));
         goto fail;
     }

@@ -61,7 +61,7 @@ extern "C" {
  * export). Any other nonzero value is treated as STATION_FAILED. */
 #define STATION_OK 0              /* the result is c->result */
 #define STATION_FAILED 1          /* the message is the one station_fail set */
-#define STATION_UNKNOWN_COMMAND 2 /* set by the SDK for a command not in the table */
+#define STATION_UNKNOWN_COMMAND 2 /* the SDK's answer for a command not in the table */
 
 /* The status of a host call (docs/abi.md, "Statuses"). The name of each is
  * the `code` of the station's Error document; station_status_name returns
@@ -214,7 +214,8 @@ typedef struct station_call {
     const char *command; /* the command's name */
     /* The input: a JSON object (an empty input and `null` read as {}). For
      * a STATION_RAW command: the bytes as the station passed them, which
-     * may be anything; input.text[input.len] is a NUL. */
+     * may be anything (input.text[input.len] is a NUL); check them with
+     * station_json_parse before giving them to the other accessors. */
     station_json input;
     station_writer result; /* the JSON result; nothing written means null */
     /* private */
@@ -374,7 +375,8 @@ STATION_IMPORT("llm_complete") int64_t station_host_llm_complete(const void *ptr
 
 /* station_read_buffer reads host buffer h (and frees it) into memory owned
  * by the call, NUL-terminated; handle 0 is the empty buffer. On failure
- * *data is NULL and the buffer is freed. */
+ * (the status buf_read returned, or STATION_STATUS_FAILED when memory ran
+ * out) *data is NULL and the buffer is freed. */
 station_status station_read_buffer(int32_t h, const char **data, size_t *len);
 
 #ifdef __cplusplus
