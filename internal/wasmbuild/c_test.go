@@ -63,11 +63,16 @@ func buildCForTest(t testing.TB, dir string) []byte {
 	v, _ := cBuilds.LoadOrStore(dir, new(testBuild))
 	b := v.(*testBuild)
 	b.once.Do(func() {
-		out := filepath.Join(os.TempDir(), fmt.Sprintf("station-cbuild-%d-%d.wasm", os.Getpid(), len(dir)))
+		tmp, err := os.MkdirTemp("", "station-cbuild-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		defer os.RemoveAll(tmp)
+		out := filepath.Join(tmp, "module.wasm")
 		if b.err = buildC(context.Background(), dir, out, filepath.Join(root, "sdk", "c")); b.err == nil {
 			b.wasm, b.err = os.ReadFile(out)
 		}
-		os.Remove(out)
 	})
 	if b.err != nil {
 		t.Fatal(b.err)
