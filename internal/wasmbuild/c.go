@@ -176,6 +176,7 @@ func cInstallHint(version string) string {
 func runClang(ctx context.Context, clang, dir string, args []string) error {
 	cmd := exec.CommandContext(ctx, clang, args...)
 	cmd.Dir = dir
+	cmd.Env = compilerEnv()
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {

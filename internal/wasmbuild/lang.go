@@ -152,3 +152,45 @@ func Tidy(ctx context.Context, dir string, o Options) error {
 	_, err = goCommandEnv(ctx, dir, env, "mod", "tidy")
 	return err
 }
+
+// compilerEnv is the environment clang and rustc run a module's build in:
+// only what they need to find themselves and a temporary directory. A
+// module's source can read the environment while it compiles (Rust's env!
+// and option_env!), so the builder's tokens and keys stay out of it.
+func compilerEnv() []string {
+	var env []string
+	for _, k := range []string{"PATH", "HOME", "TMPDIR", "LANG", "LC_ALL", "SystemRoot", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_HOME"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
+	return env
+}
+
+// replaceFile puts the file at src in place of out: copied into a new file
+// beside out, then renamed over it, so that out — which a module directory
+// names, and may have made a symbolic link — is replaced, never written
+// through.
+func replaceFile(src, out string) error {
+	b, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	if _, err := tmp.Write(b); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		tmp.Close()
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), out)
+}

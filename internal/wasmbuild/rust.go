@@ -202,11 +202,7 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 	if err := runRustc(ctx, tc, dir, "the module", modArgs); err != nil {
 		return err
 	}
-	b, err := os.ReadFile(wasm)
-	if err != nil {
-		return err
-	}
-	return os.WriteFile(out, b, 0o644)
+	return replaceFile(wasm, out)
 }
 
 // rustSDK compiles the SDK crate at sdkDir to libstation.rlib and returns
@@ -274,6 +270,7 @@ func rustSDKKey(tc *rustToolchain, sdkDir string) (string, error) {
 func runRustc(ctx context.Context, tc *rustToolchain, dir, what string, args []string) error {
 	cmd := exec.CommandContext(ctx, tc.rustc, args...)
 	cmd.Dir = dir
+	cmd.Env = compilerEnv()
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {

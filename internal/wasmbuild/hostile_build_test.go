@@ -1,0 +1,86 @@
+package wasmbuild
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// requireToolchain skips (or, with STATION_REQUIRE_WASM_TOOLCHAINS=1,
+// fails) a test without the toolchain.
+func requireToolchain(t *testing.T, find func() (string, error)) {
+	t.Helper()
+	if _, err := find(); err != nil {
+		if os.Getenv("STATION_REQUIRE_WASM_TOOLCHAINS") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// TestRustBuildSeesNoSecrets: a stranger's Rust source reads the
+// environment while it compiles (option_env!); the builder's tokens are
+// not in it, and so not in the module it makes.
+func TestRustBuildSeesNoSecrets(t *testing.T) {
+	requireToolchain(t, RustToolchain)
+	const secret = "sk-live-do-not-leak-4242"
+	t.Setenv("STATION_TEST_SECRET", secret)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
+	src := `#[no_mangle]
+pub static LEAK: [u8; 24] = match option_env!("STATION_TEST_SECRET") {
+    Some(_) => *b"the secret was visible!!",
+    None => *b"the environment is clean",
+};
+`
+	os.WriteFile(filepath.Join(dir, "src", "lib.rs"), []byte(src), 0o644)
+	out := filepath.Join(dir, "module.wasm")
+	if err := Build(context.Background(), dir, out); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(out)
+	if bytes.Contains(b, []byte("the secret was visible")) || bytes.Contains(b, []byte(secret)) {
+		t.Error("the Rust build saw the builder's environment")
+	}
+	if !bytes.Contains(b, []byte("the environment is clean")) {
+		t.Error("the module lacks its own data: the test checks nothing")
+	}
+}
+
+// TestBuildReplacesASymlinkedOutput: a module directory may name its wasm
+// file as a link to a file of the builder's; the build replaces the link
+// and never writes through it.
+func TestBuildReplacesASymlinkedOutput(t *testing.T) {
+	root, err := RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		lang, example string
+		find          func() (string, error)
+	}{
+		{"c", "examples/c/hello", CToolchain},
+		{"rust", "examples/rust/hello", RustToolchain},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			requireToolchain(t, tc.find)
+			victim := filepath.Join(t.TempDir(), "bashrc")
+			os.WriteFile(victim, []byte("export PS1=mine\n"), 0o600)
+			out := filepath.Join(t.TempDir(), "module.wasm")
+			if err := os.Symlink(victim, out); err != nil {
+				t.Fatal(err)
+			}
+			if err := Build(context.Background(), filepath.Join(root, filepath.FromSlash(tc.example)), out); err != nil {
+				t.Fatal(err)
+			}
+			if b, _ := os.ReadFile(victim); string(b) != "export PS1=mine\n" {
+				t.Errorf("the build wrote through the link into %s", victim)
+			}
+			if fi, err := os.Lstat(out); err != nil || !fi.Mode().IsRegular() {
+				t.Errorf("%s is not the built module: %v %v", out, fi, err)
+			}
+		})
+	}
+}
