@@ -130,9 +130,10 @@ func h1(summary string) string {
 
 // WriteProxy makes dir a GOPROXY directory holding the SDK at Version (the
 // layout of the module proxy protocol: MODULE/@v/list, VERSION.info,
-// VERSION.mod, VERSION.zip). It only writes what is missing or different,
-// each file atomically, and keeps the other versions a station of another
-// release wrote there, so that modules built against them still build.
+// VERSION.mod, VERSION.zip). It only writes what is missing, each file
+// atomically, and keeps the other versions a station of another release
+// wrote there, so that modules built against them still build. A zip of
+// Version with other contents is an error, never replaced.
 func WriteProxy(dir string) error {
 	at := filepath.Join(dir, filepath.FromSlash(ModulePath), "@v")
 	if err := os.MkdirAll(at, 0o755); err != nil {
@@ -150,6 +151,14 @@ func WriteProxy(dir string) error {
 		Version string
 		Time    time.Time
 	}{Version, released})
+	// A version's bytes never change: go.sum files recorded them. Another
+	// build of the station that carries other files under the same version
+	// (a development build) must not replace them silently.
+	if old, err := os.ReadFile(filepath.Join(at, Version+".zip")); err == nil && !bytes.Equal(old, z) {
+		return fmt.Errorf("the Go SDK proxy: %s holds a %s %s with other contents than this station's (another build of the station wrote it), "+
+			"and modules built against it recorded those in their go.sum; if it came from a development build, remove %s and rebuild",
+			at, ModulePath, Version, filepath.Join(at, Version+".*"))
+	}
 	for _, f := range []struct {
 		name string
 		data []byte

@@ -161,3 +161,24 @@ func TestCopyDir(t *testing.T) {
 		t.Error("CopyDir of a directory the SDK lacks succeeded")
 	}
 }
+
+// TestWriteProxyKeepsAVersionsBytes: a proxy directory another build of the
+// station filled with other contents under the same version is refused,
+// and left as it was.
+func TestWriteProxyKeepsAVersionsBytes(t *testing.T) {
+	proxy := t.TempDir()
+	if err := WriteProxy(proxy); err != nil {
+		t.Fatal(err)
+	}
+	zip := filepath.Join(proxy, filepath.FromSlash(ModulePath), "@v", Version+".zip")
+	if err := os.WriteFile(zip, []byte("another build's SDK"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := WriteProxy(proxy)
+	if err == nil || !strings.Contains(err.Error(), "other contents") || !strings.Contains(err.Error(), "remove") {
+		t.Fatalf("WriteProxy over another SDK of the same version: %v", err)
+	}
+	if b, _ := os.ReadFile(zip); string(b) != "another build's SDK" {
+		t.Error("WriteProxy replaced another build's zip")
+	}
+}
