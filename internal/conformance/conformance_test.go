@@ -1,6 +1,3 @@
-// Package conformance holds the ABI conformance test: the same module —
-// greet and fetch, through the network gate — built with the Go, C and
-// Rust SDKs must give the same results and the same sandbox decisions.
 package conformance
 
 import (

@@ -112,7 +112,8 @@ func newRun(ctx context.Context, opts *NewOptions) error {
 	case "go":
 		if opts.Tidy != nil {
 			if err := opts.Tidy(ctx, opts.Dir); err != nil {
-				out.Note = "go.sum is not written yet (" + firstLine(err.Error()) + "); station module build writes it"
+				out.Note = "go.sum is not written (go mod tidy failed: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ") +
+					"); fix that and run go mod tidy in " + opts.Dir + " (station module build needs go.sum, unless GOFLAGS has -mod=mod)"
 			} else {
 				out.Files = append(out.Files, "go.sum")
 			}
@@ -139,13 +140,12 @@ func newRun(ctx context.Context, opts *NewOptions) error {
 	return cmdutil.Print(opts.IO.Out, opts.JSON, out)
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
+// shellQuote quotes s for a POSIX shell when it needs it, and makes a name
+// that starts with "-" a path (./-x), which no command takes for a flag.
 func shellQuote(s string) string {
+	if strings.HasPrefix(s, "-") {
+		s = "./" + s
+	}
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
 		return s
 	}

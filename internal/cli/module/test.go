@@ -26,7 +26,7 @@ import (
 type TestOptions struct {
 	IO *cmdutil.IOStreams
 	// Build builds the module in dir to the wasm file out
-	// (wasmbuild.Build).
+	// (wasmbuild.BuildWith, as station module build builds).
 	Build         func(ctx context.Context, dir, out string) error
 	StartProgress func(label string) *cmdutil.Progress
 	// Logger is where the throwaway station's own log goes (warnings on
@@ -50,7 +50,9 @@ type TestOptions struct {
 
 // NewCmdTest returns `station module test`.
 func NewCmdTest(f *cmdutil.Factory, runF func(*TestOptions) error) *cobra.Command {
-	opts := &TestOptions{IO: &f.IO, Build: wasmbuild.Build, StartProgress: f.StartProgress, Cache: f.IO.Cache,
+	opts := &TestOptions{IO: &f.IO, Build: func(ctx context.Context, dir, out string) error {
+		return wasmbuild.BuildWith(ctx, dir, out, buildOptions(f))
+	}, StartProgress: f.StartProgress, Cache: f.IO.Cache,
 		Logger: func() *slog.Logger { return f.Logger("") }}
 	c := &cobra.Command{
 		Use:   "test DIR",
