@@ -12,10 +12,10 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/bench/greet"
 	"github.com/station-dev/station/internal/daemon"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 var (

@@ -13,8 +13,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/shttp"
 )
 

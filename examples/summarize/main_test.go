@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/sllm"
 )
 

@@ -48,10 +48,10 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/execgate/launch"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 const reviewStationVar = "EXECGATE_REVIEW_STATION"

@@ -7,8 +7,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // BenchmarkPlainExec is the baseline: starting /bin/true with os/exec, no

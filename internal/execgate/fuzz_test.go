@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // FuzzRequest: whatever the request, Run never panics, records exactly one

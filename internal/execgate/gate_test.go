@@ -16,9 +16,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // systemGate builds a gate for programs on the default search path.

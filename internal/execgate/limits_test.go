@@ -5,9 +5,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/units"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // A request over one of the gate's byte limits says the limit for people

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // ErrorKind classifies a failed call.

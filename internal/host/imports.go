@@ -11,12 +11,12 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // The station imports are registered with the stack-based API

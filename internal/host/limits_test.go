@@ -7,11 +7,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // A request document with a field the ABI does not have is refused, naming

@@ -8,9 +8,9 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // LLMGrant is what a module's manifest grants it of the station's LLM. The

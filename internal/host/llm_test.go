@@ -9,12 +9,12 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // llmManifest is the probe's manifest with requires.llm set to grant (""

@@ -7,12 +7,12 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/wasmgen"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // oomWant is what the error of a call that ran out of memory under a 64 MiB

@@ -22,13 +22,13 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 	"github.com/tetratelabs/wazero/sys"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/fsgate"
 	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/units"
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // Module is one loaded module: its own runtime, its compiled code, its gates

@@ -7,9 +7,9 @@ import (
 	"net/netip"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // The target is BenchmarkGateGET ≤ 1.3 × BenchmarkPlainGET: both GET a small

@@ -16,8 +16,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // Errors a request can fail with besides a *sandbox.Violation. Test with

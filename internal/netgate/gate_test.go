@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/fixture"
 	"github.com/station-dev/station/internal/sandbox"
 	"github.com/station-dev/station/internal/units"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // recorder collects decisions.

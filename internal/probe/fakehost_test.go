@@ -15,8 +15,8 @@ import (
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/wasmbuild"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // fakeHost is a minimal implementation of the station side of ABI 1

@@ -11,8 +11,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // run calls the probe's run command and decodes its results.

@@ -356,7 +356,7 @@ func TestRustHello(t *testing.T) {
 		name := strings.Repeat("Ada ", 2<<20) + "Lovelace" // 8 MiB
 		e.ok(t, rustHelloID, "greet", `{"name": "`+name+`"}`, greeting(name))
 		filler := strings.Repeat(`"`+strings.Repeat("x", 1000)+`\n",`, 12_000) // 12 MiB to skip
-		m, w := rustIs(`invalid input: unknown field "skip"`) // read whole, then refused
+		m, w := rustIs(`invalid input: unknown field "skip"`)                  // read whole, then refused
 		e.fails(t, rustHelloID, "greet", `{"skip": [`+filler+`0], "name": "Ada"}`, host.KindCommand, m, w)
 	})
 	t.Run("fetch", func(t *testing.T) {

@@ -27,8 +27,8 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 func TestEncodeRequest(t *testing.T) {

@@ -29,8 +29,8 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )
 

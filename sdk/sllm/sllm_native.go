@@ -6,8 +6,8 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // Completer answers completions in native builds; see SetNativeCompleter.

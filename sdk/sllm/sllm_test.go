@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 func TestEncode(t *testing.T) {

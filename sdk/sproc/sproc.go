@@ -31,8 +31,8 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk"
+	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/sdk/internal/hostcall"
 )
 

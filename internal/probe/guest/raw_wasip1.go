@@ -7,8 +7,8 @@ import (
 	"runtime"
 	"unsafe"
 
-	"github.com/station-dev/station/sdk/abi"
 	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // The station's imports, declared a second time (the SDK has its own
