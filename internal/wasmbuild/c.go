@@ -238,9 +238,14 @@ func cSources(dir string) ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if strings.HasSuffix(e.Name(), ".c") && e.Type().IsRegular() {
-			names = append(names, e.Name())
+		if !strings.HasSuffix(e.Name(), ".c") {
+			continue
 		}
+		if !e.Type().IsRegular() {
+			// Never followed: a link could name any file of the builder's.
+			return nil, fmt.Errorf("%s is not a regular file (a link or a directory): a module's C sources are files in its directory", e.Name())
+		}
+		names = append(names, e.Name())
 	}
 	slices.Sort(names)
 	for i, name := range names {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -82,5 +83,35 @@ func TestBuildReplacesASymlinkedOutput(t *testing.T) {
 				t.Errorf("%s is not the built module: %v %v", out, fi, err)
 			}
 		})
+	}
+}
+
+// TestRustManifest: what the rustc build cannot honour in a Cargo.toml is
+// refused with the line, never ignored.
+func TestRustManifest(t *testing.T) {
+	for _, tc := range []struct {
+		cargo, edition, err string
+	}{
+		{"", "2021", ""},
+		{"[package]\nname = \"x\"\nedition = \"2018\" # old\n\n[dependencies]\nstation = { path = \"station\" }\n", "2018", ""},
+		{"[package]\nedition = \"2024\"\n", "", `Cargo.toml:2: edition "2024"`},
+		{"[dependencies]\nstation = { path = \"station\" }\nserde = \"1\"\n", "", "Cargo.toml:3: depends on serde"},
+		{"[dependencies.serde]\nversion = \"1\"\n", "", "Cargo.toml:2: depends on serde"},
+		{"[target.'cfg(unix)'.dependencies]\nlibc = \"0.2\"\n", "", "depends on libc"},
+		{"[package]\nbuild = \"gen.rs\"\n", "", "Cargo.toml:2: a build script"},
+	} {
+		dir := t.TempDir()
+		if tc.cargo != "" {
+			os.WriteFile(filepath.Join(dir, "Cargo.toml"), []byte(tc.cargo), 0o644)
+		}
+		ed, err := rustManifest(dir)
+		if tc.err == "" && (err != nil || ed != tc.edition) || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
+			t.Errorf("%q: %q, %v; want %q, %q", tc.cargo, ed, err, tc.edition, tc.err)
+		}
+	}
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "build.rs"), []byte("fn main() {}"), 0o644)
+	if _, err := rustManifest(dir); err == nil {
+		t.Error("a build.rs was not refused")
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -180,6 +181,10 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 	if !rustFileExists(modSrc) {
 		return fmt.Errorf("no %s: a Rust module is a library crate (src/lib.rs)", filepath.Join("src", "lib.rs"))
 	}
+	edition, err := rustManifest(dir)
+	if err != nil {
+		return err
+	}
 	tmp, err := os.MkdirTemp("", "station-rust-")
 	if err != nil {
 		return err
@@ -192,7 +197,7 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 	}
 	wasm := filepath.Join(tmp, "module.wasm")
 	modArgs := append([]string{
-		"--crate-name", "module", "--crate-type=cdylib", "--edition", "2021", "--target", tc.target,
+		"--crate-name", "module", "--crate-type=cdylib", "--edition", edition, "--target", tc.target,
 		"--remap-path-prefix", dir + string(filepath.Separator) + "=",
 	}, rustOptFlags...)
 	modArgs = append(modArgs,
@@ -290,4 +295,62 @@ func runRustc(ctx context.Context, tc *rustToolchain, dir, what string, args []s
 func rustFileExists(name string) bool {
 	fi, err := os.Stat(name)
 	return err == nil && fi.Mode().IsRegular()
+}
+
+// rustManifest reads what of dir/Cargo.toml the rustc build honours — the
+// edition (2021 when there is none) — and refuses what it cannot honour
+// instead of ignoring it: dependencies other than station, and build
+// scripts. It reads the file line by line, as much TOML as a Cargo.toml
+// of a module needs.
+func rustManifest(dir string) (edition string, err error) {
+	edition = "2021"
+	if rustFileExists(filepath.Join(dir, "build.rs")) {
+		return "", errors.New("build.rs: station module build compiles Rust with rustc alone and runs no build script")
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return edition, nil
+	} else if err != nil {
+		return "", err
+	}
+	section := ""
+	for n, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		for i := range len(line) { // a comment: a # outside a string
+			if line[i] == '#' && strings.Count(line[:i], `"`)%2 == 0 {
+				line = strings.TrimSpace(line[:i])
+				break
+			}
+		}
+		if line == "" {
+			continue
+		}
+		if strings.HasPrefix(line, "[") {
+			section = strings.Trim(line, "[] ")
+			continue
+		}
+		key, value, _ := strings.Cut(line, "=")
+		key, value = strings.TrimSpace(key), strings.Trim(strings.TrimSpace(value), `"'`)
+		switch {
+		case section == "package" && key == "edition":
+			switch value {
+			case "2015", "2018", "2021":
+				edition = value
+			default:
+				return "", fmt.Errorf("Cargo.toml:%d: edition %q: this rustc builds editions 2015, 2018 and 2021", n+1, value)
+			}
+		case section == "package" && key == "build":
+			return "", fmt.Errorf("Cargo.toml:%d: a build script: station module build compiles Rust with rustc alone and runs none", n+1)
+		case (section == "dependencies" || strings.HasPrefix(section, "dependencies.") ||
+			strings.HasSuffix(section, ".dependencies") || section == "build-dependencies") &&
+			key != "station" && section != "dependencies.station":
+			name := key
+			if strings.HasPrefix(section, "dependencies.") {
+				name = strings.TrimPrefix(section, "dependencies.")
+			}
+			return "", fmt.Errorf("Cargo.toml:%d: depends on %s: station module build compiles Rust with rustc alone, "+
+				"so a module depends on no crate but station (build it with cargo instead, or remove %s)", n+1, name, name)
+		}
+	}
+	return edition, nil
 }

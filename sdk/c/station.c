@@ -115,8 +115,10 @@ static station_status read_buffer(int32_t h, const char **data, size_t *len) {
     if (r == -STATION_STATUS_TOO_LARGE) {
         /* The buffer is still live: ask its length and offer that. */
         int32_t n = station_host_buf_len(h);
-        if (n < 0)
+        if (n < 0) {
+            station_host_buf_free(h); /* not live: a no-op, kept for symmetry */
             return STATION_STATUS_INVALID;
+        }
         p = station_alloc((size_t)n + 1);
         if (p == NULL) {
             station_host_buf_free(h);
@@ -1021,7 +1023,11 @@ static const char *quote(const char *s, size_t n) {
 
 static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
-size_t station_base64_encoded_len(size_t n) { return (n + 2) / 3 * 4; }
+size_t station_base64_encoded_len(size_t n) {
+    if (n > (SIZE_MAX - 2) / 4 * 3)
+        return SIZE_MAX; /* no memory holds it: the reservation fails */
+    return (n + 2) / 3 * 4;
+}
 
 size_t station_base64_encode(const void *src, size_t n, char *dst) {
     const unsigned char *s = src;
