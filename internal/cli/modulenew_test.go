@@ -22,23 +22,11 @@ func TestNewModuleFromScratch(t *testing.T) {
 	t.Setenv("GOMODCACHE", filepath.Join(work, "modcache")) // nothing cached from the repository
 	t.Setenv("GONOSUMDB", "")
 	home := filepath.Join(work, "home")
-	for _, tc := range []struct {
-		lang      string
-		toolchain func() (string, error)
-	}{
-		{"go", func() (string, error) { return "go", nil }},
-		{"c", wasmbuild.CToolchain},
-		{"rust", wasmbuild.RustToolchain},
-	} {
-		t.Run(tc.lang, func(t *testing.T) {
-			if _, err := tc.toolchain(); err != nil {
-				if os.Getenv("STATION_REQUIRE_WASM_TOOLCHAINS") == "1" {
-					t.Fatalf("no %s toolchain (STATION_REQUIRE_WASM_TOOLCHAINS=1): %v", tc.lang, err)
-				}
-				t.Skipf("no %s toolchain: %v", tc.lang, err)
-			}
-			dir, id := "hello-"+tc.lang, "ada/hello-"+tc.lang
-			r := station(t, home, "", "module", "new", dir, "--lang", tc.lang, "--id", id).want(t, 0)
+	for _, lang := range []string{wasmbuild.LangGo, wasmbuild.LangC, wasmbuild.LangRust} {
+		t.Run(lang, func(t *testing.T) {
+			wasmbuild.RequireToolchain(t, lang)
+			dir, id := "hello-"+lang, "ada/hello-"+lang
+			r := station(t, home, "", "module", "new", dir, "--lang", lang, "--id", id).want(t, 0)
 			if !strings.Contains(r.out, "station module build "+dir) {
 				t.Errorf("module new does not say what to do next:\n%s", r.out)
 			}
@@ -60,7 +48,7 @@ func TestNewModuleFromScratch(t *testing.T) {
 			}
 			// A second module new into the same directory changes nothing.
 			before, _ := os.ReadFile(filepath.Join(dir, "module.yaml"))
-			r = station(t, home, "", "module", "new", dir, "--lang", tc.lang).want(t, 1)
+			r = station(t, home, "", "module", "new", dir, "--lang", lang).want(t, 1)
 			if !strings.Contains(r.err, "not empty") {
 				t.Errorf("module new into a full directory: %s", r.err)
 			}

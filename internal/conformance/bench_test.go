@@ -11,14 +11,11 @@ import (
 	"github.com/station-dev/station/internal/wasmbuild"
 )
 
-// langs are the builds of the conformance module the benchmarks compare.
-var langs = []struct {
-	name, dir string
-	toolchain func() (string, error)
-}{
-	{"go", "internal/conformance/guest", func() (string, error) { return "go", nil }},
-	{"c", "examples/c/hello", wasmbuild.CToolchain},
-	{"rust", "examples/rust/hello", wasmbuild.RustToolchain},
+// langs are the builds of the conformance module, Go first.
+var langs = []struct{ name, dir string }{
+	{wasmbuild.LangGo, "internal/conformance/guest"},
+	{wasmbuild.LangC, "examples/c/hello"},
+	{wasmbuild.LangRust, "examples/rust/hello"},
 }
 
 // forEachLang runs fn as a sub-benchmark per language whose toolchain is
@@ -30,9 +27,7 @@ func forEachLang(b *testing.B, fn func(b *testing.B, dir string)) {
 	}
 	for _, l := range langs {
 		b.Run(l.name, func(b *testing.B) {
-			if _, err := l.toolchain(); err != nil {
-				b.Skipf("no %s toolchain: %v", l.name, err)
-			}
+			wasmbuild.RequireToolchain(b, l.name)
 			fn(b, filepath.Join(root, filepath.FromSlash(l.dir)))
 		})
 	}
@@ -43,7 +38,7 @@ func forEachLang(b *testing.B, fn func(b *testing.B, dir string)) {
 // is reported as wasm-bytes.
 func BenchmarkCompile(b *testing.B) {
 	forEachLang(b, func(b *testing.B, dir string) {
-		wasm := build(b, dir)
+		wasm := wasmbuild.ForTestLang(b, dir)
 		ctx := context.Background()
 		for b.Loop() {
 			r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler())

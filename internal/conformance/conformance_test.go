@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -67,27 +65,19 @@ func TestSameResultsAndDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	builds := []struct {
-		lang, dir string
-		toolchain func() (string, error)
-	}{
-		{"go", "internal/conformance/guest", func() (string, error) { return "go", nil }},
-		{"c", "examples/c/hello", wasmbuild.CToolchain},
-		{"rust", "examples/rust/hello", wasmbuild.RustToolchain},
-	}
 	cache := wazero.NewCompilationCache()
 	t.Cleanup(func() { cache.Close(context.Background()) })
 	var want []outcome
-	for _, b := range builds {
-		if _, err := b.toolchain(); err != nil {
+	for _, b := range langs {
+		if _, err := wasmbuild.Toolchain(b.name); err != nil {
 			if os.Getenv("STATION_REQUIRE_WASM_TOOLCHAINS") == "1" {
-				t.Fatalf("%s: no toolchain (STATION_REQUIRE_WASM_TOOLCHAINS=1): %v", b.lang, err)
+				t.Fatalf("%s: no toolchain (STATION_REQUIRE_WASM_TOOLCHAINS=1): %v", b.name, err)
 			}
-			t.Logf("%s: skipped: %v", b.lang, err)
+			t.Logf("%s: skipped: %v", b.name, err)
 			continue
 		}
 		got := run(t, cache, filepath.Join(root, filepath.FromSlash(b.dir)))
-		if b.lang == "go" {
+		if b.name == wasmbuild.LangGo {
 			want = got
 			checkGo(t, got)
 			continue
@@ -97,12 +87,12 @@ func TestSameResultsAndDecisions(t *testing.T) {
 			if c.prefixOnly != "" {
 				prefix := "module " + id + ": " + c.command + ": " + c.prefixOnly
 				if !strings.HasPrefix(g.Error, prefix) || !strings.HasPrefix(w.Error, prefix) {
-					t.Errorf("%s: %s %s: error %q, want one starting %q (go: %q)", b.lang, c.command, c.input, g.Error, prefix, w.Error)
+					t.Errorf("%s: %s %s: error %q, want one starting %q (go: %q)", b.name, c.command, c.input, g.Error, prefix, w.Error)
 				}
 				g.Error, w.Error = "", ""
 			}
 			if fmt.Sprint(g) != fmt.Sprint(w) {
-				t.Errorf("%s: %s %s:\n got %+v\nwant %+v (go)", b.lang, c.command, c.input, g, w)
+				t.Errorf("%s: %s %s:\n got %+v\nwant %+v (go)", b.name, c.command, c.input, g, w)
 			}
 		}
 	}
@@ -147,7 +137,7 @@ func run(t *testing.T, cache wazero.CompilationCache, dir string) []outcome {
 func install(t testing.TB, cache wazero.CompilationCache, dir string) *station.Station {
 	t.Helper()
 	mod := t.TempDir()
-	if err := os.WriteFile(filepath.Join(mod, "module.wasm"), build(t, dir), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(mod, "module.wasm"), wasmbuild.ForTestLang(t, dir), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	raw, err := os.ReadFile(filepath.Join(dir, "module.yaml"))
@@ -226,32 +216,4 @@ func makeCalls(t testing.TB, st *station.Station) []outcome {
 		out = append(out, o)
 	}
 	return out
-}
-
-// built memoizes build: one build per directory and test process.
-var built sync.Map // dir -> *builtModule
-
-type builtModule struct {
-	once sync.Once
-	wasm []byte
-	err  error
-}
-
-// build builds the module in dir (wasmbuild.Build, in its language) once
-// per test process.
-func build(t testing.TB, dir string) []byte {
-	t.Helper()
-	v, _ := built.LoadOrStore(dir, new(builtModule))
-	b := v.(*builtModule)
-	b.once.Do(func() {
-		out := filepath.Join(os.TempDir(), fmt.Sprintf("conformance-%d-%x.wasm", os.Getpid(), sha256.Sum256([]byte(dir))))
-		defer os.Remove(out)
-		if b.err = wasmbuild.Build(context.Background(), dir, out); b.err == nil {
-			b.wasm, b.err = os.ReadFile(out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.wasm
 }

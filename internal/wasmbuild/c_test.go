@@ -33,53 +33,6 @@ import (
 	"github.com/station-dev/station/manifest"
 )
 
-// needC skips the test when there is no C toolchain, or fails it when
-// $STATION_REQUIRE_WASM_TOOLCHAINS=1 (CI, where the toolchain must be).
-func needC(t testing.TB) {
-	t.Helper()
-	if _, err := CToolchain(); err != nil {
-		if os.Getenv("STATION_REQUIRE_WASM_TOOLCHAINS") == "1" {
-			t.Fatalf("STATION_REQUIRE_WASM_TOOLCHAINS=1: %v", err)
-		}
-		t.Skip(err)
-	}
-}
-
-// cBuilds memoizes buildCForTest per source directory.
-var cBuilds sync.Map // string -> *testBuild
-
-// buildCForTest builds the C module in dir (relative to the repository
-// root, or absolute) with the repository's SDK, once per process.
-func buildCForTest(t testing.TB, dir string) []byte {
-	t.Helper()
-	needC(t)
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, filepath.FromSlash(dir))
-	}
-	v, _ := cBuilds.LoadOrStore(dir, new(testBuild))
-	b := v.(*testBuild)
-	b.once.Do(func() {
-		tmp, err := os.MkdirTemp("", "station-cbuild-")
-		if err != nil {
-			b.err = err
-			return
-		}
-		defer os.RemoveAll(tmp)
-		out := filepath.Join(tmp, "module.wasm")
-		if b.err = buildC(context.Background(), dir, out, filepath.Join(root, "sdk", "c")); b.err == nil {
-			b.wasm, b.err = os.ReadFile(out)
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.wasm
-}
-
 // writeCModule writes the C files into a new directory and returns it.
 func writeCModule(t testing.TB, files map[string]string) string {
 	t.Helper()
@@ -93,7 +46,7 @@ func writeCModule(t testing.TB, files map[string]string) string {
 }
 
 func TestCToolchain(t *testing.T) {
-	needC(t)
+	RequireToolchain(t, LangC)
 	desc, _ := CToolchain()
 	if !strings.HasPrefix(desc, "clang ") || !strings.Contains(desc, "wasm32-wasi, sysroot /") {
 		t.Errorf("CToolchain() = %q", desc)
@@ -148,7 +101,7 @@ func TestLookC(t *testing.T) {
 // TestCHelloModule checks the shape of the example: a reactor that
 // exports the ABI and imports only from station and WASI.
 func TestCHelloModule(t *testing.T) {
-	wasm := buildCForTest(t, "examples/c/hello")
+	wasm := ForTestLang(t, "examples/c/hello")
 	t.Logf("examples/c/hello: %d bytes", len(wasm))
 	ctx := context.Background()
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter())
@@ -210,7 +163,7 @@ func cRepoRoot(t testing.TB) string {
 }
 
 func TestBuildCErrors(t *testing.T) {
-	needC(t)
+	RequireToolchain(t, LangC)
 	ctx := context.Background()
 	sdk := filepath.Join(cRepoRoot(t), "sdk", "c")
 	out := filepath.Join(t.TempDir(), "m.wasm")
@@ -238,7 +191,7 @@ func TestBuildCErrors(t *testing.T) {
 // TestBuildCVendored builds a module that carries its own copy of the SDK:
 // that copy is used, and the SDK directory is not.
 func TestBuildCVendored(t *testing.T) {
-	needC(t)
+	RequireToolchain(t, LangC)
 	root := cRepoRoot(t)
 	files := map[string]string{}
 	for _, name := range []string{"station.h", "station.c"} {
@@ -409,7 +362,7 @@ type cGreeting struct {
 // TestCHelloGreet runs greet in the stand-in host, where every call is
 // cheap: the result must be byte for byte what the Go SDK would encode.
 func TestCHelloGreet(t *testing.T) {
-	g := newCGuest(t, buildCForTest(t, "examples/c/hello"))
+	g := newCGuest(t, ForTestLang(t, "examples/c/hello"))
 	ok := func(input, name string) {
 		t.Helper()
 		rc, out := g.call(t, "greet", []byte(input))
@@ -531,7 +484,7 @@ func TestCHelloGreet(t *testing.T) {
 }
 
 func TestCHelloUnknownCommand(t *testing.T) {
-	g := newCGuest(t, buildCForTest(t, "examples/c/hello"))
+	g := newCGuest(t, ForTestLang(t, "examples/c/hello"))
 	for _, name := range []string{"x", "greet2", "gree", "Greet", `a"b`} {
 		rc, out := g.call(t, name, []byte(`{"name":"Ada"}`))
 		want := fmt.Sprintf("unknown command %s (commands: fetch, greet)", cGoJSON(t, name))
@@ -544,7 +497,7 @@ func TestCHelloUnknownCommand(t *testing.T) {
 // TestCHelloFetchGuest runs fetch against answers the stand-in host makes
 // up, including ones the station would never send.
 func TestCHelloFetchGuest(t *testing.T) {
-	g := newCGuest(t, buildCForTest(t, "examples/c/hello"))
+	g := newCGuest(t, ForTestLang(t, "examples/c/hello"))
 	var got []byte
 	answer := func(status uint32, doc string) {
 		g.http = func(d []byte) (uint32, []byte) {
@@ -1016,8 +969,8 @@ var cSDKGuestDir = sync.OnceValue(func() string {
 
 func newCSDKGuest(t testing.TB) *cGuest {
 	t.Helper()
-	needC(t)
-	return newCGuest(t, buildCForTest(t, cSDKGuestDir()))
+	RequireToolchain(t, LangC)
+	return newCGuest(t, ForTestLang(t, cSDKGuestDir()))
 }
 
 // mustCall runs a command that must succeed and decodes its result.
@@ -1417,7 +1370,7 @@ const cWriterMaxDepth = 256
 // commands end to end, with api.example.test served by a loopback HTTPS
 // server through the operator's resolve override and extra CA.
 func TestCHelloStation(t *testing.T) {
-	wasm := buildCForTest(t, "examples/c/hello")
+	wasm := ForTestLang(t, "examples/c/hello")
 	root := cRepoRoot(t)
 	ctx := context.Background()
 
@@ -1559,7 +1512,7 @@ func TestCHelloStation(t *testing.T) {
 
 // TestCCommandTables checks the tables the SDK refuses or answers for.
 func TestCCommandTables(t *testing.T) {
-	needC(t)
+	RequireToolchain(t, LangC)
 	for _, c := range []struct {
 		table   string
 		command string
@@ -1584,7 +1537,7 @@ __attribute__((unused)) static int f(station_call *c) {
 const station_command station_commands[] = {` + c.table + `};
 `
 		dir := writeCModule(t, map[string]string{"m.c": src})
-		g := newCGuest(t, buildCForTest(t, dir))
+		g := newCGuest(t, ForTestLang(t, dir))
 		for range 2 { // the table is checked once; the answer stays
 			if rc, out := g.call(t, c.command, []byte(`{}`)); rc != c.rc || out != c.out {
 				t.Errorf("%s: %s: %d %q, want %d %q", c.table, c.command, rc, out, c.rc, c.out)

@@ -9,23 +9,11 @@ import (
 	"testing"
 )
 
-// requireToolchain skips (or, with STATION_REQUIRE_WASM_TOOLCHAINS=1,
-// fails) a test without the toolchain.
-func requireToolchain(t *testing.T, find func() (string, error)) {
-	t.Helper()
-	if _, err := find(); err != nil {
-		if os.Getenv("STATION_REQUIRE_WASM_TOOLCHAINS") == "1" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
-}
-
 // TestRustBuildSeesNoSecrets: a stranger's Rust source reads the
 // environment while it compiles (option_env!); the builder's tokens are
 // not in it, and so not in the module it makes.
 func TestRustBuildSeesNoSecrets(t *testing.T) {
-	requireToolchain(t, RustToolchain)
+	RequireToolchain(t, LangRust)
 	const secret = "sk-live-do-not-leak-4242"
 	t.Setenv("STATION_TEST_SECRET", secret)
 	dir := t.TempDir()
@@ -58,15 +46,12 @@ func TestBuildReplacesASymlinkedOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tc := range []struct {
-		lang, example string
-		find          func() (string, error)
-	}{
-		{"c", "examples/c/hello", CToolchain},
-		{"rust", "examples/rust/hello", RustToolchain},
+	for _, tc := range []struct{ lang, example string }{
+		{LangC, "examples/c/hello"},
+		{LangRust, "examples/rust/hello"},
 	} {
 		t.Run(tc.lang, func(t *testing.T) {
-			requireToolchain(t, tc.find)
+			RequireToolchain(t, tc.lang)
 			victim := filepath.Join(t.TempDir(), "bashrc")
 			os.WriteFile(victim, []byte("export PS1=mine\n"), 0o600)
 			out := filepath.Join(t.TempDir(), "module.wasm")

@@ -303,11 +303,12 @@ func rustFileExists(name string) bool {
 // scripts. It reads the file line by line, as much TOML as a Cargo.toml
 // of a module needs.
 func rustManifest(dir string) (edition string, err error) {
+	const cargoToml = "Cargo.toml"
 	edition = "2021"
 	if rustFileExists(filepath.Join(dir, "build.rs")) {
 		return "", errors.New("build.rs: station module build compiles Rust with rustc alone and runs no build script")
 	}
-	b, err := os.ReadFile(filepath.Join(dir, "Cargo.toml"))
+	b, err := os.ReadFile(filepath.Join(dir, cargoToml))
 	if errors.Is(err, fs.ErrNotExist) {
 		return edition, nil
 	} else if err != nil {
@@ -337,10 +338,10 @@ func rustManifest(dir string) (edition string, err error) {
 			case "2015", "2018", "2021":
 				edition = value
 			default:
-				return "", fmt.Errorf("Cargo.toml:%d: edition %q: this rustc builds editions 2015, 2018 and 2021", n+1, value)
+				return "", fmt.Errorf("%s:%d: edition %q: this rustc builds editions 2015, 2018 and 2021", cargoToml, n+1, value)
 			}
 		case section == "package" && key == "build":
-			return "", fmt.Errorf("Cargo.toml:%d: a build script: station module build compiles Rust with rustc alone and runs none", n+1)
+			return "", fmt.Errorf("%s:%d: a build script: station module build compiles Rust with rustc alone and runs none", cargoToml, n+1)
 		case (section == "dependencies" || strings.HasPrefix(section, "dependencies.") ||
 			strings.HasSuffix(section, ".dependencies") || section == "build-dependencies") &&
 			key != "station" && section != "dependencies.station":
@@ -348,8 +349,8 @@ func rustManifest(dir string) (edition string, err error) {
 			if strings.HasPrefix(section, "dependencies.") {
 				name = strings.TrimPrefix(section, "dependencies.")
 			}
-			return "", fmt.Errorf("Cargo.toml:%d: depends on %s: station module build compiles Rust with rustc alone, "+
-				"so a module depends on no crate but station (build it with cargo instead, or remove %s)", n+1, name, name)
+			return "", fmt.Errorf("%s:%d: depends on %s: station module build compiles Rust with rustc alone, "+
+				"so a module depends on no crate but station (build it with cargo instead, or remove %s)", cargoToml, n+1, name, name)
 		}
 	}
 	return edition, nil

@@ -14,9 +14,7 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/tetratelabs/wazero"
 
@@ -25,57 +23,9 @@ import (
 	"github.com/station-dev/station/internal/station"
 )
 
-// requireRust skips the test when no rustc can build Rust modules here,
-// or fails it when STATION_REQUIRE_WASM_TOOLCHAINS=1 says the toolchains
-// must be there (CI).
-func requireRust(t *testing.T) {
-	t.Helper()
-	desc, err := RustToolchain()
-	if err != nil {
-		if os.Getenv("STATION_REQUIRE_WASM_TOOLCHAINS") == "1" {
-			t.Fatalf("STATION_REQUIRE_WASM_TOOLCHAINS=1: %v", err)
-		}
-		t.Skip(err)
-	}
-	t.Logf("toolchain: %s", desc)
-}
-
-// rustBuilds memoizes rustModule per directory: each module is built once
-// per test process.
-var rustBuilds sync.Map // string -> *testBuild
-
-// rustModule builds the Rust module at dir (relative to the repository
-// root, or absolute) with the repository's SDK and returns its bytes.
-func rustModule(t *testing.T, dir string) []byte {
-	t.Helper()
-	requireRust(t)
-	root, err := RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !filepath.IsAbs(dir) {
-		dir = filepath.Join(root, filepath.FromSlash(dir))
-	}
-	v, _ := rustBuilds.LoadOrStore(dir, new(testBuild))
-	b := v.(*testBuild)
-	b.once.Do(func() {
-		out := filepath.Join(os.TempDir(), fmt.Sprintf("station-rust-test-%d-%d.wasm", os.Getpid(), time.Now().UnixNano()))
-		defer os.Remove(out)
-		start := time.Now()
-		if b.err = buildRust(context.Background(), dir, out, filepath.Join(root, "sdk", "rust")); b.err == nil {
-			b.wasm, b.err = os.ReadFile(out)
-			t.Logf("built %s in %s: %d bytes", dir, time.Since(start).Round(time.Millisecond), len(b.wasm))
-		}
-	})
-	if b.err != nil {
-		t.Fatal(b.err)
-	}
-	return b.wasm
-}
-
 func TestRustToolchain(t *testing.T) {
 	t.Parallel()
-	requireRust(t)
+	RequireToolchain(t, LangRust)
 	desc, _ := RustToolchain()
 	if !regexp.MustCompile(`^rustc \d+\.\d+\.\d+\S* \(\S+, wasm32-wasi(p1)?\)$`).MatchString(desc) {
 		t.Errorf("RustToolchain() = %q, want like %q", desc, "rustc 1.63.0 (/usr/bin/rustc, wasm32-wasi)")
@@ -132,7 +82,7 @@ func TestLookRust(t *testing.T) {
 // does not offer.
 func TestRustBuildHello(t *testing.T) {
 	t.Parallel()
-	wasm := rustModule(t, "examples/rust/hello")
+	wasm := ForTestLang(t, "examples/rust/hello")
 	if !bytes.HasPrefix(wasm, []byte("\x00asm\x01\x00\x00\x00")) {
 		t.Fatalf("not a wasm module: % x", wasm[:min(8, len(wasm))])
 	}
@@ -294,7 +244,7 @@ const rustHelloID = "station/hello-rust"
 // the Go and C builds of the same commands share.
 func TestRustHello(t *testing.T) {
 	t.Parallel()
-	wasm := rustModule(t, "examples/rust/hello")
+	wasm := ForTestLang(t, "examples/rust/hello")
 	root, _ := RepoRoot()
 	manifest, err := os.ReadFile(filepath.Join(root, "examples", "rust", "hello", "module.yaml"))
 	if err != nil {
@@ -491,13 +441,13 @@ const rustSDKTestID = "station/rust-sdk-test"
 
 func TestRustSDK(t *testing.T) {
 	t.Parallel()
-	requireRust(t)
+	RequireToolchain(t, LangRust)
 	dir := t.TempDir()
 	os.MkdirAll(filepath.Join(dir, "src"), 0o755)
 	if err := os.WriteFile(filepath.Join(dir, "src", "lib.rs"), []byte(rustSDKTestModule), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	wasm := rustModule(t, dir)
+	wasm := ForTestLang(t, dir)
 	commands := []string{"echo", "raw", "nothing", "fail", "big", "numbers", "logs", "post", "host-error", "panic"}
 	var m strings.Builder
 	fmt.Fprintf(&m, "id: %s\nversion: \"1.0.0\"\ndescription: the Rust SDK's test module\nwasm: module.wasm\ncommands:\n", rustSDKTestID)
@@ -599,7 +549,7 @@ func TestRustSDK(t *testing.T) {
 // directory (station/) is used instead of the given one.
 func TestRustBuildErrors(t *testing.T) {
 	t.Parallel()
-	requireRust(t)
+	RequireToolchain(t, LangRust)
 	root, err := RepoRoot()
 	if err != nil {
 		t.Fatal(err)
