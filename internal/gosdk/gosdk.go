@@ -42,9 +42,10 @@ const Version = sdk.Version
 // toolchain shows it and sorts by it; it is part of no checksum.
 var released = time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 
-// files returns the SDK's files, sorted by their slash-separated path
-// relative to the module root.
-func files() ([]string, error) {
+// Files lists the SDK's files as the module zip holds them, sorted by their
+// slash-separated path relative to the module root (c/station.h, go.mod,
+// sdk.go, ...).
+func Files() ([]string, error) {
 	var names []string
 	err := fs.WalkDir(sdk.Source, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -59,15 +60,11 @@ func files() ([]string, error) {
 	return names, err
 }
 
-// Files lists the SDK's files as the module zip holds them, relative to
-// the module root (go.mod, sdk.go, c/station.h, ...).
-func Files() ([]string, error) { return files() }
-
 // Zip returns the module zip of the SDK: its files under
 // "github.com/station-dev/station/sdk@VERSION/", in path order, with a
 // fixed modification time, so that the same source gives the same bytes.
 func Zip() ([]byte, error) {
-	names, err := files()
+	names, err := Files()
 	if err != nil {
 		return nil, err
 	}
@@ -102,7 +99,7 @@ func GoMod() ([]byte, error) { return sdk.Source.ReadFile("go.mod") }
 // Hash returns the SDK's "h1:" hashes as go.sum records them: of the module's
 // files, and of its go.mod alone (the "/go.mod" line).
 func Hash() (module, goMod string, err error) {
-	names, err := files()
+	names, err := Files()
 	if err != nil {
 		return "", "", err
 	}

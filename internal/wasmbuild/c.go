@@ -180,7 +180,7 @@ func runClang(ctx context.Context, clang, dir string, args []string) error {
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
 	if err := cmd.Run(); err != nil {
-		if msg := strings.TrimSpace(output.String()); msg != "" {
+		if msg := compilerOutput(output.String()); msg != "" {
 			return fmt.Errorf("clang: %w\n%s", err, msg)
 		}
 		return fmt.Errorf("clang: %w", err)

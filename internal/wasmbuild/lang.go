@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/gosdk"
@@ -193,4 +194,11 @@ func replaceFile(src, out string) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), out)
+}
+
+// compilerOutput is a compiler's output as an error carries it: trimmed,
+// and with tabs as spaces (the go command indents with tabs, which a
+// terminal's error line would show escaped).
+func compilerOutput(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "\t", "    ")
 }

@@ -282,7 +282,7 @@ func runRustc(ctx context.Context, tc *rustToolchain, dir, what string, args []s
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}
-		msg := strings.TrimSpace(output.String())
+		msg := compilerOutput(output.String())
 		if msg == "" {
 			return fmt.Errorf("rustc (%s): compile %s: %w", tc, what, err)
 		}

@@ -66,7 +66,7 @@ func goCommandEnv(ctx context.Context, dir string, env []string, args ...string)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
+		msg := compilerOutput(stderr.String())
 		if msg == "" {
 			return nil, fmt.Errorf("go %s: %w", args[0], err)
 		}
