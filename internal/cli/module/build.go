@@ -2,8 +2,10 @@ package module
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -140,7 +142,9 @@ func (r BuildResult) Text(w io.Writer) error {
 
 func buildRun(ctx context.Context, opts *BuildOptions) error {
 	man, err := manifest.Load(opts.Dir)
-	if err != nil {
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("%w (to start a module there: station module new %s)", err, opts.Dir)
+	} else if err != nil {
 		return err
 	}
 	out := opts.Output
