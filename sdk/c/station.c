@@ -48,16 +48,21 @@ typedef union block {
 
 static block *call_blocks;
 
-void *station_alloc(size_t n) {
+/* call_alloc is station_alloc, zeroed only when zero is set: the SDK's own
+ * buffers are written before they are read, and zeroing them is a loop the
+ * engine checks on every iteration. */
+static void *call_alloc(size_t n, bool zero) {
     if (n > SIZE_MAX - sizeof(block))
         return NULL;
-    block *b = calloc(1, sizeof(block) + n);
+    block *b = zero ? calloc(1, sizeof(block) + n) : malloc(sizeof(block) + n);
     if (b == NULL)
         return NULL;
     b->next = call_blocks;
     call_blocks = b;
     return b + 1;
 }
+
+void *station_alloc(size_t n) { return call_alloc(n, true); }
 
 static void free_call_memory(void) {
     while (call_blocks != NULL) {
@@ -106,7 +111,7 @@ static station_status read_buffer(int32_t h, const char **data, size_t *len) {
         *data = "";
         return STATION_STATUS_OK;
     }
-    char *p = station_alloc(FIRST_READ + 1);
+    char *p = call_alloc(FIRST_READ + 1, false);
     if (p == NULL) {
         station_host_buf_free(h);
         return NOMEM;
@@ -119,7 +124,7 @@ static station_status read_buffer(int32_t h, const char **data, size_t *len) {
             station_host_buf_free(h); /* not live: a no-op, kept for symmetry */
             return STATION_STATUS_INVALID;
         }
-        p = station_alloc((size_t)n + 1);
+        p = call_alloc((size_t)n + 1, false);
         if (p == NULL) {
             station_host_buf_free(h);
             return NOMEM;
