@@ -29,6 +29,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/station-dev/station/internal/atomicfile"
 	"github.com/station-dev/station/sdk"
 )
 
@@ -186,29 +187,13 @@ func WriteProxy(dir string) error {
 	return nil
 }
 
-// writeIfChanged writes data to name through a temporary file and a rename,
-// unless name already holds exactly data.
+// writeIfChanged writes data to name (atomicfile.Write), unless name
+// already holds exactly data.
 func writeIfChanged(name string, data []byte) error {
 	if old, err := os.ReadFile(name); err == nil && bytes.Equal(old, data) {
 		return nil
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(name), "."+filepath.Base(name)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), name)
+	return atomicfile.Write(name, data, 0o644)
 }
 
 // defaultProxy is the Go toolchain's GOPROXY when none is set.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/station-dev/station/internal/atomicfile"
 	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/host"
@@ -403,24 +404,5 @@ func (e *tooLargeError) Error() string {
 }
 
 func writeAtomic(path string, data []byte, mode os.FileMode) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), path)
+	return atomicfile.Write(path, data, mode)
 }

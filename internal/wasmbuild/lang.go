@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/station-dev/station/internal/atomicfile"
 	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/gosdk"
 )
@@ -168,32 +169,15 @@ func compilerEnv() []string {
 	return env
 }
 
-// replaceFile puts the file at src in place of out: copied into a new file
-// beside out, then renamed over it, so that out — which a module directory
-// names, and may have made a symbolic link — is replaced, never written
-// through.
+// replaceFile puts the file at src in place of out (atomicfile.Write), so
+// that out — which a module directory names, and may have made a symbolic
+// link — is replaced, never written through.
 func replaceFile(src, out string) error {
 	b, err := os.ReadFile(src)
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(out), "."+filepath.Base(out)+"-*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o644); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), out)
+	return atomicfile.Write(out, b, 0o644)
 }
 
 // compilerOutput is a compiler's output as an error carries it: trimmed,
