@@ -174,12 +174,19 @@ func cInstallHint(version string) string {
 
 // runClang runs clang in dir; on failure the error holds its output.
 func runClang(ctx context.Context, clang, dir string, args []string) error {
+	return runClangConfined(ctx, clang, dir, args, []string{dir}, dir)
+}
+
+// runClangConfined runs clang in dir, confined (runTool) to reading reads
+// and writing tmp, which is its TMPDIR; on failure the error holds its
+// output.
+func runClangConfined(ctx context.Context, clang, dir string, args, reads []string, tmp string) error {
 	cmd := exec.CommandContext(ctx, clang, args...)
 	cmd.Dir = dir
-	cmd.Env = compilerEnv()
+	cmd.Env = append(compilerEnv(), "TMPDIR="+tmp)
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Run(); err != nil {
+	if err := runTool(cmd, nil, reads, []string{tmp}); err != nil {
 		if msg := compilerOutput(output.String()); msg != "" {
 			return fmt.Errorf("clang: %w\n%s", err, msg)
 		}
@@ -221,9 +228,25 @@ func buildC(ctx context.Context, dir, out, sdkDir string) error {
 		args = append(args, "-I", sdk)
 		sources = append(sources, filepath.Join(sdk, "station.c"))
 	}
-	args = append(args, "-o", abs)
+	// clang writes only into tmp (its temporary files too), and reads only
+	// the module, the SDK and the system's trees; the module is then put
+	// in place of out.
+	tmp, err := os.MkdirTemp("", "station-cbuild-")
+	if err != nil {
+		return fmt.Errorf("build %s: %w", dir, err)
+	}
+	defer os.RemoveAll(tmp)
+	wasm := filepath.Join(tmp, "module.wasm")
+	args = append(args, "-o", wasm)
 	args = append(args, sources...)
-	if err := runClang(ctx, tc.clang, dir, args); err != nil {
+	reads := []string{dir, tc.sysroot}
+	if sdkDir != "" {
+		reads = append(reads, sdkDir)
+	}
+	if err := runClangConfined(ctx, tc.clang, dir, args, reads, tmp); err != nil {
+		return fmt.Errorf("build %s: %w", dir, err)
+	}
+	if err := replaceFile(wasm, abs); err != nil {
 		return fmt.Errorf("build %s: %w", dir, err)
 	}
 	return nil

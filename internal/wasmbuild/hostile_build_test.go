@@ -100,3 +100,50 @@ func TestRustManifest(t *testing.T) {
 		t.Error("a build.rs was not refused")
 	}
 }
+
+// TestBuildCannotReadTheBuildersFiles: a stranger's C or Rust source names
+// a file of the builder's (.incbin, include_bytes!) to carry it into the
+// module; the confined compiler cannot open it, and the build fails.
+func TestBuildCannotReadTheBuildersFiles(t *testing.T) {
+	secret := filepath.Join(t.TempDir(), "id_ed25519")
+	// A C string literal, so that C can #include it as one.
+	if err := os.WriteFile(secret, []byte(`"-----BEGIN OPENSSH PRIVATE KEY----- do not leak"`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		lang  string
+		files map[string]string
+	}{
+		{LangC, map[string]string{
+			"main.c": `#include "station.h"
+static const char *leak =
+#include "` + secret + `"
+;
+static int greet(station_call *c) { return station_fail(c, "%s", leak); }
+const station_command station_commands[] = {{"greet", greet}, {0}};
+`}},
+		{LangRust, map[string]string{
+			"src/lib.rs": `#[no_mangle]
+pub static LEAK: &[u8] = include_bytes!("` + secret + `");
+`}},
+	} {
+		t.Run(tc.lang, func(t *testing.T) {
+			RequireToolchain(t, tc.lang)
+			dir := t.TempDir()
+			for name, src := range tc.files {
+				os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+				os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644)
+			}
+			out := filepath.Join(dir, "module.wasm")
+			err := Build(context.Background(), dir, out)
+			if err == nil {
+				b, _ := os.ReadFile(out)
+				t.Fatalf("the build read %s (the secret is in the module: %v)", secret, bytes.Contains(b, []byte("do not leak")))
+			}
+			if msg := err.Error(); !strings.Contains(msg, "ermission denied") && !strings.Contains(msg, "not found") {
+				t.Errorf("the build failed, but not for want of access: %v", err)
+			}
+			t.Logf("refused: %v", err)
+		})
+	}
+}

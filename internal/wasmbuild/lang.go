@@ -3,13 +3,16 @@ package wasmbuild
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
 	"github.com/station-dev/station/internal/atomicfile"
 	"github.com/station-dev/station/internal/config"
+	"github.com/station-dev/station/internal/execgate"
 	"github.com/station-dev/station/internal/gosdk"
 )
 
@@ -152,6 +155,25 @@ func Tidy(ctx context.Context, dir string, o Options) error {
 		return err
 	}
 	_, err = goCommandEnv(ctx, dir, env, "mod", "tidy")
+	return err
+}
+
+// runTool runs cmd, a compiler building a module, confined to reading the
+// system's trees, programs and reads, running programs from the system's
+// trees and programs, and writing writes (execgate.RunTool): a
+// module's source cannot pull a file of the builder's into the module
+// (C's #include and .incbin, Rust's include_bytes!), nor reach the network.
+// Where the kernel cannot confine it, the build is refused, unless
+// STATION_UNCONFINED_BUILD=1 says to run the compiler as the user.
+func runTool(cmd *exec.Cmd, programs, reads, writes []string) error {
+	err := execgate.RunTool(cmd, programs, reads, writes)
+	if errors.Is(err, execgate.ErrToolUnconfined) {
+		if os.Getenv("STATION_UNCONFINED_BUILD") == "1" {
+			return cmd.Run()
+		}
+		return fmt.Errorf("%w: a module's source could read any of your files into what it builds; "+
+			"set STATION_UNCONFINED_BUILD=1 to build it anyway, with the compiler reading what you can", err)
+	}
 	return err
 }
 

@@ -31,6 +31,7 @@ type rustToolchain struct {
 	rustc   string // the command, as run
 	target  string // "wasm32-wasi" or "wasm32-wasip1"
 	version string // "rustc 1.63.0"
+	sysroot string // rustc --print sysroot: its standard libraries, which the build reads
 }
 
 func (tc *rustToolchain) String() string {
@@ -105,7 +106,11 @@ func probeRustc(ctx context.Context, rustc string) (*rustToolchain, error) {
 		}
 		libdir = strings.TrimSpace(libdir)
 		if std, _ := filepath.Glob(filepath.Join(libdir, "libstd-*.rlib")); len(std) > 0 {
-			return &rustToolchain{rustc: rustc, target: target, version: version}, nil
+			sysroot, err := rustOutput(ctx, rustc, "--print", "sysroot")
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", rustc, err)
+			}
+			return &rustToolchain{rustc: rustc, target: target, version: version, sysroot: strings.TrimSpace(sysroot)}, nil
 		}
 		missing = append(missing, fmt.Sprintf("%s: no libstd in %s", target, libdir))
 	}
@@ -204,7 +209,7 @@ func rustBuild(ctx context.Context, dir, out, sdkDir string) error {
 		"-C", "lto", "-C", "strip=symbols",
 		"--extern", "station="+filepath.Join(rlibDir, "libstation.rlib"), "-L", "dependency="+rlibDir,
 		"-o", wasm, modSrc)
-	if err := runRustc(ctx, tc, dir, "the module", modArgs); err != nil {
+	if err := runRustc(ctx, tc, dir, "the module", modArgs, []string{dir, rlibDir}, tmp); err != nil {
 		return err
 	}
 	return replaceFile(wasm, out)
@@ -221,7 +226,7 @@ func rustSDK(ctx context.Context, tc *rustToolchain, dir, sdkDir, tmp string) (s
 		"--remap-path-prefix", sdkDir + string(filepath.Separator) + "=station" + string(filepath.Separator),
 	}, rustOptFlags...)
 	compile := func(outDir string) error {
-		return runRustc(ctx, tc, dir, "the station SDK", append(args, "--out-dir", outDir, filepath.Join(sdkDir, "src", "lib.rs")))
+		return runRustc(ctx, tc, dir, "the station SDK", append(args, "--out-dir", outDir, filepath.Join(sdkDir, "src", "lib.rs")), []string{sdkDir}, outDir)
 	}
 	key, err := rustSDKKey(tc, sdkDir)
 	cache, cerr := os.UserCacheDir()
@@ -270,15 +275,20 @@ func rustSDKKey(tc *rustToolchain, sdkDir string) (string, error) {
 	return hex.EncodeToString(h.Sum(nil)[:16]), err
 }
 
-// runRustc runs tc's rustc with args in dir; what names the crate in the
-// error, which includes the compiler's output.
-func runRustc(ctx context.Context, tc *rustToolchain, dir, what string, args []string) error {
+// runRustc runs tc's rustc with args in dir, confined (runTool) to
+// reading reads and its sysroot and writing only out, its TMPDIR; what
+// names the crate in the error, which includes the compiler's output.
+func runRustc(ctx context.Context, tc *rustToolchain, dir, what string, args, reads []string, out string) error {
 	cmd := exec.CommandContext(ctx, tc.rustc, args...)
 	cmd.Dir = dir
-	cmd.Env = compilerEnv()
+	cmd.Env = append(compilerEnv(), "TMPDIR="+out)
 	var output bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &output, &output
-	if err := cmd.Run(); err != nil {
+	var programs []string // the sysroot holds rust-lld, and a rustup toolchain's rustc
+	if tc.sysroot != "" {
+		programs = append(programs, tc.sysroot)
+	}
+	if err := runTool(cmd, programs, append(reads, dir), []string{out}); err != nil {
 		if ctx.Err() != nil {
 			err = ctx.Err()
 		}

@@ -58,6 +58,13 @@ the one DIR holds:
   C     (.c files) clang --target=wasm32-wasi with wasi-libc: DIR's
         station.c if it has one, else this station's copy of the C SDK.
 
+clang and rustc run confined: they read only the system's directories, DIR,
+the SDK and the toolchain, write only a temporary directory (the module is
+then put in place), and see no environment but PATH, HOME and the locale,
+so a module's source cannot carry a file or a token of yours into what it
+builds. Without Landlock in the kernel that build is refused unless
+STATION_UNCONFINED_BUILD=1.
+
 On a terminal it shows how long the build has run; then it prints the file,
 its size and the time it took. A missing toolchain is an error naming what
 to install.
