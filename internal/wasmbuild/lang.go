@@ -107,8 +107,8 @@ func Lang(dir string) (string, error) {
 // environment that points the go command at it; nil for any other module.
 func goSDKEnv(ctx context.Context, dir string, o Options) ([]string, error) {
 	mod, err := findGoMod(dir)
-	if err != nil || mod == nil || declaresModule(mod, modulePath) || !bytes.Contains(mod, []byte(gosdk.ModulePath)) {
-		return nil, nil // no go.mod (go build says so), this repository, or no SDK
+	if err != nil || mod == nil || declaresModule(mod, modulePath) || !bytes.Contains(mod, []byte(gosdk.ModulePath)) || replacesSDK(mod) {
+		return nil, nil // no go.mod (go build says so), this repository, no SDK, or a local one
 	}
 	proxy := o.GoProxy
 	if proxy == "" {
@@ -126,6 +126,27 @@ func goSDKEnv(ctx context.Context, dir string, o Options) ([]string, error) {
 		return nil, err
 	}
 	return gosdk.Env(proxy, goEnv), nil
+}
+
+// replacesSDK reports whether the go.mod text b replaces the SDK's module
+// (with a directory, as this repository's bench module does): the proxy
+// would not be asked for it.
+func replacesSDK(b []byte) bool {
+	inBlock := false
+	for line := range strings.Lines(string(b)) {
+		f := strings.Fields(line)
+		switch {
+		case len(f) == 0:
+		case f[0] == "replace" && len(f) >= 2 && f[1] == "(":
+			inBlock = true
+		case inBlock && f[0] == ")":
+			inBlock = false
+		case f[0] == "replace" && len(f) >= 2 && strings.Trim(f[1], `"`) == gosdk.ModulePath,
+			inBlock && strings.Trim(f[0], `"`) == gosdk.ModulePath:
+			return true
+		}
+	}
+	return false
 }
 
 // findGoMod returns the go.mod of the Go module dir belongs to: the nearest

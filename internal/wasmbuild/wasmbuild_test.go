@@ -273,3 +273,21 @@ func TestCachesOthersMayWriteAreNotUsed(t *testing.T) {
 		t.Errorf("the build went into the directory others may write")
 	}
 }
+
+func TestReplacesSDK(t *testing.T) {
+	for _, tc := range []struct {
+		mod  string
+		want bool
+	}{
+		{"module x\n\nrequire github.com/station-dev/station/sdk v1.0.0\n", false},
+		{"module x\nreplace github.com/station-dev/station/sdk => ../sdk\n", true},
+		{"module x\nreplace github.com/station-dev/station/sdk v1.0.0 => ../sdk\n", true},
+		{"module x\nreplace (\n\tgithub.com/station-dev/station/sdk => ./sdk\n)\n", true},
+		{"module x\nreplace (\n\texample.com/other => ./o\n)\nrequire github.com/station-dev/station/sdk v1.0.0\n", false},
+		{"module x\nreplace github.com/station-dev/station/sdkx => ./x\n", false},
+	} {
+		if got := replacesSDK([]byte(tc.mod)); got != tc.want {
+			t.Errorf("replacesSDK(%q) = %v, want %v", tc.mod, got, tc.want)
+		}
+	}
+}
