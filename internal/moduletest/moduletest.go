@@ -258,7 +258,7 @@ func (s *Suite) Open(ctx context.Context, opts OpenOptions) (_ *Session, err err
 	if sess.Home, err = os.MkdirTemp(opts.TempDir, "station-module-test-"); err != nil {
 		return nil, fmt.Errorf("throwaway station: %w", err)
 	}
-	if err := os.WriteFile(filepath.Join(sess.Home, "fixture-ca.pem"), sess.net.ca.pem, 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(sess.Home, "fixture-ca.pem"), sess.net.ca.PEM(), 0o600); err != nil {
 		return nil, fmt.Errorf("throwaway station: %w", err)
 	}
 	if err := os.WriteFile(filepath.Join(sess.Home, "config.yaml"), configYAML(sess.net.mappings), 0o600); err != nil {

@@ -2,17 +2,10 @@ package moduletest
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
 	"io"
 	"log"
-	"math/big"
 	"net"
 	"net/http"
 	"net/netip"
@@ -21,80 +14,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/station-dev/station/internal/localca"
 	"github.com/station-dev/station/internal/netgate"
 )
-
-// authority is the certificate authority of one run: the throwaway station
-// trusts it (network.extra_ca) and nothing else does.
-type authority struct {
-	cert *x509.Certificate
-	key  *ecdsa.PrivateKey
-	pem  []byte
-}
-
-func newAuthority() (*authority, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber:          serial(),
-		Subject:               pkix.Name{CommonName: "station module test CA (one run)"},
-		NotBefore:             now.Add(-time.Hour),
-		NotAfter:              now.Add(24 * time.Hour),
-		IsCA:                  true,
-		BasicConstraintsValid: true,
-		MaxPathLenZero:        true,
-		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	if err != nil {
-		return nil, err
-	}
-	cert, err := x509.ParseCertificate(der)
-	if err != nil {
-		return nil, err
-	}
-	return &authority{cert: cert, key: key, pem: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})}, nil
-}
-
-// leaf issues a server certificate for hosts (names or IP addresses).
-func (a *authority) leaf(hosts ...string) (tls.Certificate, error) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	now := time.Now()
-	tmpl := &x509.Certificate{
-		SerialNumber: serial(),
-		Subject:      pkix.Name{CommonName: "station module test fixture"},
-		NotBefore:    now.Add(-time.Hour),
-		NotAfter:     now.Add(24 * time.Hour),
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	}
-	for _, h := range hosts {
-		if ip, err := netip.ParseAddr(h); err == nil {
-			tmpl.IPAddresses = append(tmpl.IPAddresses, net.IP(ip.AsSlice()))
-		} else {
-			tmpl.DNSNames = append(tmpl.DNSNames, h)
-		}
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, a.cert, &key.PublicKey, a.key)
-	if err != nil {
-		return tls.Certificate{}, err
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}, nil
-}
-
-func serial() *big.Int {
-	n, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
-	if err != nil {
-		panic(err) // crypto/rand does not fail
-	}
-	return n
-}
 
 // Served is one request a fixture server answered, attributed to the call
 // it was made in.
@@ -128,7 +50,7 @@ type Mapping struct {
 // network is the fixture servers of one run, on 127.0.0.1, and what the
 // throwaway station's config.yaml needs to reach them.
 type network struct {
-	ca       *authority
+	ca       *localca.CA // the run's: the throwaway station trusts it (network.extra_ca), nothing else does
 	servers  []*http.Server
 	mappings []Mapping
 	// Notes are for the author: hosts without a fixture, fixtures the
@@ -222,7 +144,7 @@ func startNetwork(allow []string, fixtures []*Fixture) (n *network, err error) {
 	if err != nil {
 		return nil, err
 	}
-	ca, err := newAuthority()
+	ca, err := localca.New("station module test CA (one run)")
 	if err != nil {
 		return nil, fmt.Errorf("fixture CA: %w", err)
 	}
@@ -309,7 +231,7 @@ func (n *network) serve(h http.Handler, useTLS bool, hosts []string) (netip.Addr
 	}
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: quietLog}
 	if useTLS {
-		cert, err := n.ca.leaf(hosts...)
+		cert, err := n.ca.Leaf("station module test fixture", hosts...)
 		if err != nil {
 			ln.Close()
 			return netip.AddrPort{}, fmt.Errorf("fixture certificate: %w", err)
