@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"regexp"
-	"strings"
 	"time"
 
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/shellquote"
 	"github.com/station-dev/station/internal/store"
 )
 
@@ -102,29 +101,19 @@ type Command struct {
 func (d *Demo) Try() []Command {
 	station := "station"
 	workflow := filepath.Join(d.Root, "examples", "workflows", "invoice.yaml")
-	cmds := []Command{{Line: "export STATION_HOME=" + shellQuote(d.Home) + " PATH=" + shellQuote(filepath.Dir(d.Binary)) + ":$PATH",
+	cmds := []Command{{Line: "export STATION_HOME=" + shellquote.Quote(d.Home) + " PATH=" + shellquote.Quote(filepath.Dir(d.Binary)) + ":$PATH",
 		Note: "bin/station is a copy of this station binary"}}
 	denied := "denied by the network gate: exit code 3"
 	if d.Binary == "" {
 		station = "go run ./cmd/station"
 		workflow = "examples/workflows/invoice.yaml"
-		cmds = []Command{{Line: "cd " + shellQuote(d.Root)}, {Line: "export STATION_HOME=" + shellQuote(d.Home)}}
+		cmds = []Command{{Line: "cd " + shellquote.Quote(d.Root)}, {Line: "export STATION_HOME=" + shellquote.Quote(d.Home)}}
 		denied = `denied by the network gate: station exits 3, which go run reports as "exit status 3" (go run itself exits 1)`
 	}
 	return append(cmds,
 		Command{Line: station + ` run station/hello greet --input '{"name":"Ada"}'`},
 		Command{Line: station + ` run dave/stripe-invoicing fetch --input '{"url":"https://evil.example/"}'; echo "exit code $?"`, Note: denied},
-		Command{Line: station + " workflow run " + shellQuote(workflow) + " --input customer=cus_demo --input api_key=sk_test_demo"},
+		Command{Line: station + " workflow run " + shellquote.Quote(workflow) + " --input customer=cus_demo --input api_key=sk_test_demo"},
 		Command{Line: station + " audit --denied"},
 	)
-}
-
-var shellSafe = regexp.MustCompile(`^[A-Za-z0-9_@%+=:,./-]+$`)
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if shellSafe.MatchString(s) {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/modnew"
+	"github.com/station-dev/station/internal/shellquote"
 	"github.com/station-dev/station/internal/wasmbuild"
 )
 
@@ -127,7 +128,7 @@ func newRun(ctx context.Context, opts *NewOptions) error {
 			out.Note = err.Error()
 		}
 	}
-	dir := shellQuote(opts.Dir)
+	dir := shellDir(opts.Dir)
 	out.Next = []string{
 		"station module build " + dir,
 		"station module test " + dir,
@@ -140,16 +141,14 @@ func newRun(ctx context.Context, opts *NewOptions) error {
 	return cmdutil.Print(opts.IO.Out, opts.JSON, out)
 }
 
-// shellQuote quotes s for a POSIX shell when it needs it, and makes a name
-// that starts with "-" a path (./-x), which no command takes for a flag.
-func shellQuote(s string) string {
-	if strings.HasPrefix(s, "-") {
-		s = "./" + s
+// shellDir is dir as a word of the commands new prints: quoted for a shell
+// (shellquote), and a name that starts with "-" made a path (./-x), which
+// no command takes for a flag.
+func shellDir(dir string) string {
+	if strings.HasPrefix(dir, "-") {
+		dir = "./" + dir
 	}
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+	return shellquote.Quote(dir)
 }
 
 // buildOptions are the wasmbuild options of the Factory's station: the Go
