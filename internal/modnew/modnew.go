@@ -18,14 +18,16 @@ import (
 	"text/template"
 
 	"github.com/station-dev/station/internal/gosdk"
+	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
 )
 
 //go:embed templates
 var templates embed.FS
 
-// Langs are the languages New writes, the default first.
-var Langs = []string{"go", "c", "rust"}
+// Langs are the languages New writes (wasmbuild's, which builds them), the
+// default first. Each is a directory of templates.
+var Langs = []string{wasmbuild.LangGo, wasmbuild.LangC, wasmbuild.LangRust}
 
 // Options say what New writes.
 type Options struct {
@@ -54,7 +56,7 @@ type data struct {
 func New(o Options) (res *Result, err error) {
 	lang := o.Lang
 	if lang == "" {
-		lang = "go"
+		lang = wasmbuild.LangGo
 	}
 	if !slices.Contains(Langs, lang) {
 		return nil, fmt.Errorf("unknown language %q: choose one of %s", lang, strings.Join(Langs, ", "))
@@ -94,14 +96,14 @@ func New(o Options) (res *Result, err error) {
 		SDKVersion:  gosdk.Version,
 	}
 	switch lang {
-	case "go":
+	case wasmbuild.LangGo:
 		d.LangName, d.BuildNote = "Go", "GOOS=wasip1 go build, with the Station Go SDK"
 		if d.GoVersion, err = sdkGoVersion(); err != nil {
 			return nil, err
 		}
-	case "c":
+	case wasmbuild.LangC:
 		d.LangName, d.BuildNote = "C", "clang --target=wasm32-wasi, with station.h/station.c"
-	case "rust":
+	case wasmbuild.LangRust:
 		d.LangName, d.BuildNote = "Rust", "rustc --target wasm32-wasi, with the station crate in station/"
 	}
 	write := func(name string, b []byte) error {
@@ -134,12 +136,12 @@ func New(o Options) (res *Result, err error) {
 		}
 	}
 	switch lang {
-	case "go":
+	case wasmbuild.LangGo:
 		gomod := fmt.Sprintf("module %s\n\ngo %s\n\nrequire %s %s\n", id, d.GoVersion, gosdk.ModulePath, gosdk.Version)
 		if err := write("go.mod", []byte(gomod)); err != nil {
 			return nil, err
 		}
-	case "c":
+	case wasmbuild.LangC:
 		// The C SDK is two files the module keeps (and may read).
 		for _, name := range []string{"station.h", "station.c"} {
 			b, err := gosdk.ReadFile("c/" + name)
@@ -150,9 +152,9 @@ func New(o Options) (res *Result, err error) {
 				return nil, err
 			}
 		}
-	case "rust":
+	case wasmbuild.LangRust:
 		// The Rust SDK is a crate, kept in station/ (Cargo.toml names it).
-		files, err := gosdk.CopyDir("rust", filepath.Join(o.Dir, "station"))
+		files, err := gosdk.CopyDir(wasmbuild.LangRust, filepath.Join(o.Dir, "station"))
 		if err != nil {
 			return nil, err
 		}

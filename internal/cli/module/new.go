@@ -71,7 +71,7 @@ owner to be your hub account.`,
 			return newRun(cmd.Context(), opts)
 		},
 	}
-	c.Flags().StringVar(&opts.Lang, "lang", "go", "the module's language: "+strings.Join(modnew.Langs, ", "))
+	c.Flags().StringVar(&opts.Lang, "lang", wasmbuild.LangGo, "the module's language: "+strings.Join(modnew.Langs, ", "))
 	c.Flags().StringVar(&opts.ID, "id", "", "the module's id, owner/slug (default: $USER/DIR)")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
@@ -109,23 +109,14 @@ func newRun(ctx context.Context, opts *NewOptions) error {
 		return err
 	}
 	out := NewResult{Result: *res}
-	switch res.Lang {
-	case "go":
-		if opts.Tidy != nil {
-			if err := opts.Tidy(ctx, opts.Dir); err != nil {
-				out.Note = "go.sum is not written (go mod tidy failed: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ") +
-					"); fix that and run go mod tidy in " + opts.Dir + " (station module build needs go.sum, unless GOFLAGS has -mod=mod)"
-			} else {
-				out.Files = append(out.Files, "go.sum")
-			}
-		}
-	case "c":
-		if _, err := wasmbuild.CToolchain(); err != nil {
-			out.Note = err.Error()
-		}
-	case "rust":
-		if _, err := wasmbuild.RustToolchain(); err != nil {
-			out.Note = err.Error()
+	if _, err := wasmbuild.Toolchain(res.Lang); err != nil {
+		out.Note = err.Error()
+	} else if res.Lang == wasmbuild.LangGo && opts.Tidy != nil {
+		if err := opts.Tidy(ctx, opts.Dir); err != nil {
+			out.Note = "go.sum is not written (go mod tidy failed: " + strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ") +
+				"); fix that and run go mod tidy in " + opts.Dir + " (station module build needs go.sum, unless GOFLAGS has -mod=mod)"
+		} else {
+			out.Files = append(out.Files, "go.sum")
 		}
 	}
 	dir := shellDir(opts.Dir)
