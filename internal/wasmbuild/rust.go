@@ -110,7 +110,14 @@ func probeRustc(ctx context.Context, rustc string) (*rustToolchain, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", rustc, err)
 			}
-			return &rustToolchain{rustc: rustc, target: target, version: version, sysroot: strings.TrimSpace(sysroot)}, nil
+			sysroot = strings.TrimSpace(sysroot)
+			// Build with the toolchain's own rustc, not a rustup shim in
+			// front of it: the shim reads rustup's settings in the home
+			// directory, which the confined build cannot.
+			if bin := filepath.Join(sysroot, "bin", "rustc"); sysroot != "" && rustFileExists(bin) {
+				rustc = bin
+			}
+			return &rustToolchain{rustc: rustc, target: target, version: version, sysroot: sysroot}, nil
 		}
 		missing = append(missing, fmt.Sprintf("%s: no libstd in %s", target, libdir))
 	}
