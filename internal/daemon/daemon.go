@@ -191,6 +191,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// A connection accepted but still without a request (StateNew) holds
+	// Shutdown for five seconds, the net/http rule, however short the
+	// grace: a client that reconnects as the daemon stops (an MCP client's
+	// event stream does) would make every stop take that long, or fail.
+	// Such connections are closed when the stop begins; they carry nothing.
+	var fresh connSet
+	srv.ConnState = fresh.track
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	s.log.Info("daemon listening", "addr", s.addr, "state", statePath)
@@ -214,7 +221,10 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 	}
 	sctx, cancel := context.WithTimeout(context.Background(), grace)
 	defer cancel()
-	err := srv.Shutdown(sctx)
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	fresh.closeAll() // from now on, also each new one as it comes
+	err := <-shut
 	s.inflight.Wait()
 	if err != nil {
 		return fmt.Errorf("daemon: shutdown: %w", err)
@@ -608,4 +618,41 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	w.WriteHeader(status)
 	enc := json.NewEncoder(w)
 	enc.Encode(v)
+}
+
+// connSet tracks the daemon's connections that have not begun a request
+// (http.StateNew), so that a stop can close them.
+type connSet struct {
+	mu      sync.Mutex
+	conns   map[net.Conn]struct{}
+	closing bool
+}
+
+// track is the server's ConnState hook.
+func (s *connSet) track(c net.Conn, state http.ConnState) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case state == http.StateNew && s.closing:
+		c.Close()
+	case state == http.StateNew:
+		if s.conns == nil {
+			s.conns = map[net.Conn]struct{}{}
+		}
+		s.conns[c] = struct{}{}
+	default:
+		delete(s.conns, c)
+	}
+}
+
+// closeAll closes the connections without a request, and each one that
+// comes after.
+func (s *connSet) closeAll() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.closing = true
+	for c := range s.conns {
+		c.Close()
+	}
+	s.conns = nil
 }

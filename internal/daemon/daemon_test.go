@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -450,5 +451,47 @@ func TestOpenAPIListsEveryRoute(t *testing.T) {
 	}
 	for r := range documented {
 		t.Errorf("docs/openapi.yaml describes %s, which the server does not serve", r)
+	}
+}
+
+// TestStopIsNotHeldByASilentConnection: a client that has connected but
+// sent nothing yet (an MCP client reconnecting its event stream as the
+// daemon stops) held Shutdown for net/http's five seconds — longer than
+// the grace, so the stop failed. The stop closes such connections.
+func TestStopIsNotHeldByASilentConnection(t *testing.T) {
+	w := &world{home: t.TempDir()}
+	w.st = w.open(t)
+	srv, err := New(Options{Station: w.st, Version: "test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := Listen("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ctx, ln, 2*time.Second) }()
+	silent, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+	fixture.Eventuallyf(t, 10*time.Second, func() bool {
+		_, err := os.Stat(filepath.Join(w.home, StateFile))
+		return err == nil
+	}, "the state file")
+	time.Sleep(100 * time.Millisecond) // the server has accepted it (StateNew)
+	start := time.Now()
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Serve with a silent connection open: %v (after %s)", err, time.Since(start))
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the stop took %s with a silent connection open", took)
+	}
+	silent.SetReadDeadline(time.Now().Add(time.Second))
+	if _, err := silent.Read(make([]byte, 1)); err == nil {
+		t.Error("the silent connection is still open")
 	}
 }
