@@ -252,7 +252,13 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 // module is offered, so a mismatch is a clear load error rather than a link
 // failure deep inside wazero.
 func (m *Module) checkShape() error {
-	c := m.compiled
+	return checkShape(m.compiled, m.offered(), m.memoryLimit())
+}
+
+// checkShape verifies that the compiled module c exports what the ABI
+// requires and imports only the station imports in offered, with an
+// initial memory within memoryLimit bytes.
+func checkShape(c wazero.CompiledModule, offered map[string]bool, memoryLimit uint64) error {
 	exports := c.ExportedFunctions()
 	if _, ok := exports[abi.ExportVersionPrefix+fmt.Sprint(abi.Version)]; !ok {
 		var found []string
@@ -277,7 +283,6 @@ func (m *Module) checkShape() error {
 	if _, ok := c.ExportedMemories()[abi.ExportMemory]; !ok {
 		return fmt.Errorf("module does not export its memory as %q", abi.ExportMemory)
 	}
-	offered := m.offered()
 	for _, f := range c.ImportedFunctions() {
 		mod, name, _ := f.Import()
 		switch mod {
@@ -296,9 +301,9 @@ func (m *Module) checkShape() error {
 	}
 	// The runtime allows any memory a 32-bit module can have; the limit is
 	// the allocator's (memory.go), which cannot refuse the initial size.
-	if mem := c.ExportedMemories()[abi.ExportMemory]; uint64(mem.Min())*65536 > m.memoryLimit() {
+	if mem := c.ExportedMemories()[abi.ExportMemory]; uint64(mem.Min())*65536 > memoryLimit {
 		return fmt.Errorf("module's memory starts at %s, more than its limit of %s (raise limits.memory in the module's manifest)",
-			units.Bytes(int64(mem.Min())*65536), units.Bytes(int64(m.memoryLimit())))
+			units.Bytes(int64(mem.Min())*65536), units.Bytes(int64(memoryLimit)))
 	}
 	return nil
 }
