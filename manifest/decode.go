@@ -255,6 +255,7 @@ func (d *decoder) requires(n *yaml.Node) Requires {
 	if isNull(n) {
 		return r
 	}
+	var secretHosts []*yaml.Node
 	d.mapping(n, "requires", []field{
 		{"network", func(v *yaml.Node) { r.Network = d.network(v) }},
 		{"subprocess", func(v *yaml.Node) { r.Subprocess = d.subprocess(v) }},
@@ -265,7 +266,9 @@ func (d *decoder) requires(n *yaml.Node) Requires {
 			r.FilesystemReads = d.list(v, "requires.filesystem_reads", d.checkGlob)
 		}},
 		{"llm", func(v *yaml.Node) { r.LLM = d.llm(v) }},
+		{"secrets", func(v *yaml.Node) { r.Secrets, secretHosts = d.secrets(v) }},
 	})
+	d.checkSecretHosts(&r, secretHosts)
 	return r
 }
 

@@ -23,10 +23,11 @@ func marshal(t testing.TB, m *Manifest) []byte {
 		Allow []string `yaml:"allow,omitempty"`
 	}
 	type requires struct {
-		Network          *network `yaml:"network,omitempty"`
-		Subprocess       any      `yaml:"subprocess,omitempty"`
-		FilesystemWrites []string `yaml:"filesystem_writes,omitempty"`
-		LLM              any      `yaml:"llm,omitempty"`
+		Network          *network   `yaml:"network,omitempty"`
+		Subprocess       any        `yaml:"subprocess,omitempty"`
+		FilesystemWrites []string   `yaml:"filesystem_writes,omitempty"`
+		LLM              any        `yaml:"llm,omitempty"`
+		Secrets          *yaml.Node `yaml:"secrets,omitempty"`
 	}
 	type limits struct {
 		Memory      string `yaml:"memory,omitempty"`
@@ -66,6 +67,30 @@ func marshal(t testing.TB, m *Manifest) []byte {
 			lm["budget_tokens_per_day"] = l.BudgetTokensPerDay
 		}
 		d.Requires.LLM = lm
+	}
+	if len(m.Requires.Secrets) > 0 {
+		// A node, not a map: the order of the secrets is the manifest's.
+		n := &yaml.Node{Kind: yaml.MappingNode}
+		for _, sec := range m.Requires.Secrets {
+			type secret struct {
+				Description *yaml.Node `yaml:"description,omitempty"`
+				Hosts       []string   `yaml:"hosts"`
+				In          []string   `yaml:"in,omitempty"`
+			}
+			v := secret{Description: quoted(sec.Description), Hosts: sec.Hosts}
+			if sec.Query {
+				v.In = append(v.In, "query")
+			}
+			if sec.Body {
+				v.In = append(v.In, "body")
+			}
+			var vn yaml.Node
+			if err := vn.Encode(v); err != nil {
+				t.Fatal(err)
+			}
+			n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: sec.Name}, &vn)
+		}
+		d.Requires.Secrets = n
 	}
 	if m.Limits.MemoryBytes > 0 {
 		d.Limits.Memory = FormatSize(m.Limits.MemoryBytes)

@@ -20,6 +20,7 @@
 //     max_output, max_request). Fields were only ever added: a station
 //     that predates one refuses a manifest using it as an unknown field.
 //   - 1, 2026-12: commands[].input_schema and commands[].output_schema.
+//   - 1, 2026-12: requires.secrets.
 package manifest
 
 import (
@@ -119,6 +120,9 @@ type Requires struct {
 	// LLM says whether, and within which token limits, the module may ask
 	// the station's LLM for completions.
 	LLM LLM
+	// Secrets are the secrets the module needs, each bound to the hosts
+	// its value may be sent to, in manifest order (secrets.go).
+	Secrets []Secret
 }
 
 // Network is a module's network allowlist.

@@ -56,6 +56,10 @@ func TestParseExamples(t *testing.T) {
 				}},
 				Subprocess:       Subprocess{Allow: []string{"git", "pandoc", "/usr/local/bin/typst"}},
 				FilesystemWrites: []string{"~/reports/**", "~/Documents/weekly/*.md", "/srv/shared/reports/{drafts,final}/*.md"},
+				Secrets: []Secret{
+					{Name: "TRACKER_TOKEN", Description: "A tracker API token (Settings, API tokens)", Hosts: []string{"api.tracker.example"}},
+					{Name: "CDN_KEY", Hosts: []string{"*.cdn.example", "uploads.example:8443"}, Query: true, Body: true},
+				},
 			},
 			Limits: Limits{MemoryBytes: 1536 << 10, Timeout: 150 * time.Second, Concurrency: 1, Fresh: true},
 		}},

@@ -52,6 +52,12 @@ var schemaKeys = map[string]string{
 	"Requires.LLM.Enabled":            "requires.llm", // llm: true
 	"Requires.LLM.MaxTokensPerCall":   "requires.llm.max_tokens_per_call",
 	"Requires.LLM.BudgetTokensPerDay": "requires.llm.budget_tokens_per_day",
+	"Requires.Secrets":                "requires.secrets",
+	"Requires.Secrets.Name":           "requires.secrets", // the key
+	"Requires.Secrets.Description":    "requires.secrets.description",
+	"Requires.Secrets.Hosts":          "requires.secrets.hosts",
+	"Requires.Secrets.Query":          "requires.secrets.in",
+	"Requires.Secrets.Body":           "requires.secrets.in",
 }
 
 func loadSchema(t *testing.T) map[string]any {
@@ -98,6 +104,10 @@ func schemaProps(root, node map[string]any, prefix string) []string {
 	}
 	if items, ok := node["items"].(map[string]any); ok {
 		out = append(out, schemaProps(root, items, prefix)...)
+	}
+	// A mapping's values (requires.secrets.NAME) are transparent like items.
+	if values, ok := node["additionalProperties"].(map[string]any); ok {
+		out = append(out, schemaProps(root, values, prefix)...)
 	}
 	if alts, ok := node["oneOf"].([]any); ok {
 		for _, a := range alts {

@@ -9,4 +9,4 @@ package sdk
 //
 // Every change to a file of this module changes its version: the station's
 // tests compare the module's contents with the hash recorded for Version.
-const Version = "v1.0.0"
+const Version = "v1.1.0"

@@ -12,6 +12,8 @@
 //   - 1 (2026-11): buffers, output_set, log, http_request, process_run,
 //     llm_complete. Imports are only ever added within a version: a module
 //     that imports one a station does not offer is refused at install.
+//   - 1, 2026-12 (SDK v1.1.0): secret placeholders (secret.go), text the
+//     network gate replaces; no import.
 package abi
 
 // Version is the ABI version this package describes. A guest declares the
