@@ -95,6 +95,10 @@ type Options struct {
 	// 0 means MaxRedirects and a negative value returns every redirect to
 	// the guest unfollowed.
 	MaxRedirects int
+	// Secrets are the module's secrets (secret.go) and SecretSource gives
+	// their values; a gate with secrets needs a source.
+	Secrets      []Secret
+	SecretSource SecretSource
 }
 
 // Gate performs HTTP requests for one module. It owns its transport (its own
@@ -110,6 +114,7 @@ type Gate struct {
 	rec          sandbox.Recorder
 	maxBody      int64
 	maxRedirects int
+	secrets      *secrets
 	dialer       net.Dialer
 	tls          *tls.Config // per gate: its own session cache
 	transport    *http.Transport
@@ -134,6 +139,10 @@ func New(opts Options) (*Gate, error) {
 	}
 	if g.rec == nil {
 		g.rec = sandbox.Discard
+	}
+	var err error
+	if g.secrets, err = compileSecrets(opts.Module, opts.Secrets, opts.SecretSource); err != nil {
+		return nil, err
 	}
 	if g.maxBody <= 0 {
 		g.maxBody = DefaultMaxResponseBytes
@@ -253,17 +262,37 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 	}
 	ctx = context.WithValue(ctx, callKey{}, ctx)
 	var from *target
+	var red *redactor // the secrets' values, to take out of what comes back
 	for hops := 0; ; hops++ {
 		if err := g.decide(ctx, &out.target, from); err != nil {
 			return nil, err
 		}
-		resp, err := g.transport.RoundTrip(out.request(ctx))
+		hop := out
+		if len(g.secrets.list) > 0 {
+			// After the allowlist decision, on every hop: a redirect is a
+			// new destination for whatever placeholders still travel.
+			uses := out.uses()
+			if reason := g.checkSecrets(uses, &out.target); reason != "" {
+				return nil, g.deny(ctx, out.target.name, reason)
+			}
+			if len(uses) > 0 {
+				vals, err := g.values(ctx, uses)
+				if err != nil {
+					return nil, err
+				}
+				hop = out.substituted(vals)
+			}
+			if red == nil {
+				red = g.redactor(ctx)
+			}
+		}
+		resp, err := g.transport.RoundTrip(hop.request(ctx))
 		if err != nil {
-			return nil, g.failed(ctx, out, "", err)
+			return nil, red.err(g.failed(ctx, out, "", err))
 		}
 		loc := location(resp)
 		if loc == "" || g.maxRedirects < 0 {
-			return g.response(ctx, out, resp)
+			return g.response(ctx, out, resp, red)
 		}
 		drain(resp.Body)
 		if hops >= g.maxRedirects {
@@ -506,7 +535,7 @@ func drain(body io.ReadCloser) {
 }
 
 // response reads the final response within the body limit.
-func (g *Gate) response(ctx context.Context, out *outgoing, resp *http.Response) (*abi.HTTPResponse, error) {
+func (g *Gate) response(ctx context.Context, out *outgoing, resp *http.Response, red *redactor) (*abi.HTTPResponse, error) {
 	defer resp.Body.Close()
 	tooLarge := func() error {
 		return g.exceed(ctx, Redact(&out.target.url), fmt.Sprintf("%s response body is larger than the limit of %d bytes", out.method, g.maxBody), g.maxBody)
@@ -528,13 +557,18 @@ func (g *Gate) response(ctx context.Context, out *outgoing, resp *http.Response)
 		}
 	}
 	if err != nil {
-		return nil, g.failed(ctx, out, "read response body: ", err)
+		return nil, red.err(g.failed(ctx, out, "read response body: ", err))
+	}
+	if red != nil {
+		// What the server echoes of a secret goes back as its placeholder.
+		body = red.bytes(body)
+		red.header(resp.Header)
 	}
 	return &abi.HTTPResponse{
 		Status:  resp.StatusCode,
 		Headers: resp.Header,
 		Body:    body,
-		URL:     out.target.url.String(),
+		URL:     red.string(out.target.url.String()),
 	}, nil
 }
 
