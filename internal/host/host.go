@@ -111,6 +111,10 @@ type Options struct {
 	// Install bounds what a module's binary may contain and what compiling
 	// it may cost (install.* in config.yaml); zero fields are the defaults.
 	Install InstallLimits
+	// Secrets gives the values of modules' secrets (requires.secrets) to
+	// their network gates, at request time. Nil: a module that declares
+	// secrets does not load.
+	Secrets netgate.SecretSource
 }
 
 // Grants are what an install approved beyond the manifest itself.

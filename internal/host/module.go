@@ -122,11 +122,17 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		return nil, fmt.Errorf("requires.network.allow: %w", err)
 	}
 	m.allow = allow
+	var secrets []netgate.Secret
+	for _, s := range man.Requires.Secrets {
+		secrets = append(secrets, netgate.Secret{Name: s.Name, Hosts: s.Hosts, Query: s.Query, Body: s.Body})
+	}
 	m.net, err = netgate.New(netgate.Options{
-		Module:   man.ID,
-		Allow:    allow,
-		Operator: h.opts.Operator,
-		Recorder: h.rec,
+		Module:       man.ID,
+		Allow:        allow,
+		Operator:     h.opts.Operator,
+		Recorder:     h.rec,
+		Secrets:      secrets,
+		SecretSource: h.opts.Secrets,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("network gate: %w", err)

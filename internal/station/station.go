@@ -26,6 +26,7 @@ import (
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/llm"
 	"github.com/station-dev/station/internal/netgate"
+	"github.com/station-dev/station/internal/secrets"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/manifest"
 )
@@ -60,7 +61,10 @@ type Station struct {
 	Host   *host.Host
 	Audit  *audit.Writer
 	LLM    llm.Completer // the station's own LLM client, under no module's policy (llm.go)
-	log    *slog.Logger
+	// Secrets holds the values of modules' secrets (requires.secrets),
+	// which only their network gates read.
+	Secrets *secrets.Store
+	log     *slog.Logger
 
 	locksMu sync.Mutex
 	locks   map[string]*sync.Mutex // per module id: serializes load, install and remove
@@ -155,13 +159,15 @@ func Open(ctx context.Context, home string, opts Options) (*Station, error) {
 	hopts.Usage = st
 	hopts.Exec = func() execgate.Operator { return execOperator(context.Background(), cfg, home, st) }
 	hopts.Install = installLimits(cfg.Install)
+	secretStore := secrets.Open(home)
+	hopts.Secrets = secretStore
 	h, err := host.New(hopts)
 	if err != nil {
 		aw.Close(ctx)
 		st.Close()
 		return nil, fmt.Errorf("open station %s: %w", home, err)
 	}
-	return &Station{Home: home, Config: cfg, Store: st, Host: h, Audit: aw, LLM: llmc, log: opts.Logger}, nil
+	return &Station{Home: home, Config: cfg, Store: st, Host: h, Audit: aw, LLM: llmc, Secrets: secretStore, log: opts.Logger}, nil
 }
 
 // ParseManifest parses a manifest with the operator's grants (broad
