@@ -242,7 +242,7 @@ func TestLive(t *testing.T) {
 	dir := probeDir(t, "network:\n  allow: []")
 	var asked []string
 	rep := learn(t, Options{Dir: dir, Live: true,
-		Network: Network{Resolve: []string{"api.example.com:443=" + addr.String()}, ExtraCA: ca.PEM(), AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
+		Network:  Network{Resolve: []string{"api.example.com:443=" + addr.String()}, ExtraCA: ca.PEM(), AllowPrivate: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}},
 		Resolver: refusingResolver{},
 		Approve: func(_ context.Context, rule string) (bool, error) {
 			asked = append(asked, rule)
