@@ -19,14 +19,15 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
-	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/ocitest"
 	"github.com/station-dev/station/internal/hubserver/pgtest"
+	"github.com/station-dev/station/internal/wasmgen"
 )
 
 // EnvDB selects the store of the hubs hubtest starts: "sqlite" (or unset)
@@ -204,8 +205,109 @@ func Manifest(id, version string, allow ...string) []byte {
 	return []byte(m)
 }
 
-// Wasm returns bytes that start like a WebAssembly binary and differ by
-// seed. The hub does not compile modules; the station does at install.
-func Wasm(seed string) []byte {
-	return append([]byte(hub.WasmMagic), seed...)
+// Wasm returns a minimal module that passes the hub's publish check
+// (host.Inspect) and differs by seed: it exports memory, station_abi_1 and
+// station_call, imports nothing, and holds seed in a custom section.
+func Wasm(seed string) []byte { return Module(WasmSpec{Seed: seed}) }
+
+// WasmSpec describes a module Module assembles: by default one that
+// passes the hub's publish check.
+type WasmSpec struct {
+	// Seed goes into a custom section, so that each seed gives other
+	// bytes.
+	Seed string
+	// Pad adds a custom section of this many bytes, to make a large module
+	// cheaply.
+	Pad int
+	// Imports are "module.name" imports, e.g. "station.process_run". A
+	// station import has its ABI signature (wasi_snapshot_preview1's
+	// sched_yield and proc_exit theirs); any other is () -> ().
+	Imports []string
+	// Marker replaces the station_abi_1 export's name ("-" leaves it out).
+	Marker string
+	// NoCall leaves station_call out; CallI64 gives it the signature
+	// (i64) -> i32 instead of (i32, i32) -> i32.
+	NoCall, CallI64 bool
+	// NoMemory leaves the memory export out; MemoryPages is the memory's
+	// initial size (default 1).
+	NoMemory    bool
+	MemoryPages uint32
+}
+
+// signatures are the import signatures of the ABI (docs/abi.md) and of
+// a few WASI functions, as indexes into Module's type section.
+var signatures = map[string]byte{
+	"station.buf_len": 2, "station.buf_read": 3, "station.buf_free": 4, "station.output_set": 1, "station.log": 3,
+	"station.http_request": 5, "station.process_run": 5, "station.llm_complete": 5,
+	"wasi_snapshot_preview1.sched_yield": 7, "wasi_snapshot_preview1.proc_exit": 4,
+}
+
+// Module assembles the module s describes.
+func Module(s WasmSpec) []byte {
+	const i32, i64 = 0x7f, 0x7e
+	types := [][]byte{
+		{0x60, 0, 0},                     // 0: () -> ()
+		{0x60, 2, i32, i32, 1, i32},      // 1: (i32, i32) -> i32
+		{0x60, 1, i32, 1, i32},           // 2: (i32) -> i32
+		{0x60, 3, i32, i32, i32, 1, i32}, // 3: (i32, i32, i32) -> i32
+		{0x60, 1, i32, 0},                // 4: (i32) -> ()
+		{0x60, 2, i32, i32, 1, i64},      // 5: (i32, i32) -> i64
+		{0x60, 1, i64, 1, i32},           // 6: (i64) -> i32
+		{0x60, 0, 1, i32},                // 7: () -> i32
+	}
+	vec := func(items [][]byte) []byte {
+		out := wasmgen.LEB(uint64(len(items)))
+		for _, it := range items {
+			out = append(out, it...)
+		}
+		return out
+	}
+	m := wasmgen.Header()
+	m = append(m, wasmgen.Section(1, vec(types))...)
+	var imports [][]byte
+	for _, imp := range s.Imports {
+		mod, name, _ := strings.Cut(imp, ".")
+		t := signatures[imp] // () -> () if unknown
+		imports = append(imports, append(append(append(wasmgen.Name(mod), wasmgen.Name(name)...), 0x00), t))
+	}
+	if len(imports) > 0 {
+		m = append(m, wasmgen.Section(2, vec(imports))...)
+	}
+	callType := byte(1)
+	if s.CallI64 {
+		callType = 6
+	}
+	m = append(m, wasmgen.Section(3, []byte{2, 0, callType})...) // the marker, station_call
+	pages := s.MemoryPages
+	if pages == 0 {
+		pages = 1
+	}
+	m = append(m, wasmgen.Section(5, append([]byte{1, 0x00}, wasmgen.LEB(uint64(pages))...))...)
+	nimp := uint64(len(imports))
+	var exports [][]byte
+	if !s.NoMemory {
+		exports = append(exports, append(wasmgen.Name("memory"), 0x02, 0))
+	}
+	switch s.Marker {
+	case "":
+		exports = append(exports, append(append(wasmgen.Name("station_abi_1"), 0x00), wasmgen.LEB(nimp)...))
+	case "-":
+	default:
+		exports = append(exports, append(append(wasmgen.Name(s.Marker), 0x00), wasmgen.LEB(nimp)...))
+	}
+	if !s.NoCall {
+		exports = append(exports, append(append(wasmgen.Name("station_call"), 0x00), wasmgen.LEB(nimp+1)...))
+	}
+	m = append(m, wasmgen.Section(7, vec(exports))...)
+	marker := []byte{0, 0x0b}        // no locals; end
+	call := []byte{0, 0x41, 0, 0x0b} // no locals; i32.const 0; end
+	code := [][]byte{append(wasmgen.LEB(uint64(len(marker))), marker...), append(wasmgen.LEB(uint64(len(call))), call...)}
+	m = append(m, wasmgen.Section(10, vec(code))...)
+	if s.Seed != "" {
+		m = append(m, wasmgen.Section(0, append(wasmgen.Name("station-test-seed"), s.Seed...))...)
+	}
+	if s.Pad > 0 {
+		m = append(m, wasmgen.Section(0, append(wasmgen.Name("station-test-padding"), make([]byte, s.Pad)...))...)
+	}
+	return m
 }
