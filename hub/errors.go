@@ -45,6 +45,7 @@ const (
 	CodeKeyUnknown         Code = 1308
 	CodeKeyRevoked         Code = 1309
 	CodeWasmInvalid        Code = 1310
+	CodeModuleRefused      Code = 1311
 
 	CodeTeamNotFound     Code = 1400
 	CodeTeamExists       Code = 1401
@@ -108,6 +109,7 @@ var codes = map[Code]codeInfo{
 	CodeKeyUnknown:         {"key_unknown", http.StatusUnprocessableEntity, "the signing key is not registered to the module's owner"},
 	CodeKeyRevoked:         {"key_revoked", http.StatusUnprocessableEntity, "the signing key was revoked"},
 	CodeWasmInvalid:        {"wasm_invalid", http.StatusUnprocessableEntity, "the wasm binary is empty, too large or not WebAssembly"},
+	CodeModuleRefused:      {"module_refused", http.StatusUnprocessableEntity, "no station would install the module: its wasm does not compile, lacks an export the guest ABI requires, imports what its manifest does not grant, or is over an install limit (the message lists every problem)"},
 
 	CodeTeamNotFound:     {"team_not_found", http.StatusNotFound, "no such team, or the account is not a member"},
 	CodeTeamExists:       {"team_exists", http.StatusConflict, "a team with this name exists"},

@@ -25,6 +25,9 @@
 //     triage), credits, admins (Account.Admin), station releases, and
 //     advisories in the OSV format with their feed and events; codes
 //     1600-1609.
+//   - 1, additions (2026-12): the hub checks a module at publish as a
+//     station checks it at install, and refuses one no station would
+//     install with CodeModuleRefused.
 package hub
 
 import "time"

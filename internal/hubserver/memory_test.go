@@ -21,15 +21,22 @@ import (
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubserver"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
+	"github.com/station-dev/station/internal/wasmgen"
 )
 
-// bigWasm returns n bytes that start like WebAssembly, random after that
-// (seeded, so each seed gives other bytes).
+// bigWasm returns a valid module of n bytes (n at least 4 MiB): a
+// minimal one with a custom section of random bytes (seeded, so each seed
+// gives other bytes) — what a module with debug information is like to
+// the hub, which checks its skeleton and streams the rest.
 func bigWasm(n int, seed uint64) []byte {
-	b := make([]byte, n)
-	copy(b, hub.WasmMagic)
-	rand.NewChaCha8([32]byte{byte(seed)}).Read(b[len(hub.WasmMagic):])
-	return b
+	b := hubtest.Wasm("big")
+	content := n - len(b) - 1 - 4 // the section's id and 4-byte size
+	b = append(b, 0)
+	b = append(b, wasmgen.LEB(uint64(content))...)
+	b = append(b, wasmgen.Name("padding")...)
+	pad := make([]byte, content-len(wasmgen.Name("padding")))
+	rand.NewChaCha8([32]byte{byte(seed)}).Read(pad)
+	return append(b, pad...)
 }
 
 // allocated returns how many bytes the process allocated while fn ran. It

@@ -12,16 +12,21 @@ import (
 	"time"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/manifest"
 )
 
 // publish accepts a signed bundle. The order of checks is the order of the
 // errors a publisher sees: well-formed bundle and manifest, namespace,
-// registered and active key, signature, then immutability. The wasm is
+// registered and active key, signature, immutability, then the module
+// itself (host.Inspect: it compiles, speaks the guest ABI, imports only
+// what its manifest grants, is within the install limits). The wasm is
 // decoded into a blob as the body arrives (no request holds a module in
-// memory), and the blob is committed — like the manifest's, before the
-// version is recorded — only once every check passed, so a recorded version
-// always has its blobs and a refused publish stores nothing.
+// memory: the check reads the module's skeleton, which leaves out the
+// contents of its custom sections), and the blob is committed — like the
+// manifest's, before the version is recorded — only once every check
+// passed, so a recorded version always has its blobs and a refused publish
+// stores nothing.
 func (s *Server) publish(c *call) error {
 	if c.r.ContentLength > c.body {
 		return hub.Errorf(hub.CodeTooLarge, "the request body is %d bytes; %s %s accepts at most %d", c.r.ContentLength, c.r.Method, c.r.URL.Path, c.body)
@@ -31,7 +36,8 @@ func (s *Server) publish(c *call) error {
 		return fmt.Errorf("publish: %w", err)
 	}
 	defer wasm.Abort() // nothing once committed
-	b, err := decodeBundle(clientReader{http.MaxBytesReader(c.w, c.r.Body, c.body)}, wasm, s.limits.MaxWasmBytes)
+	var skel host.Skeleton
+	b, err := decodeBundle(clientReader{http.MaxBytesReader(c.w, c.r.Body, c.body)}, io.MultiWriter(wasm, &skel), s.limits.MaxWasmBytes)
 	var mbe *http.MaxBytesError
 	var be *bundleError
 	var ce clientError
@@ -66,6 +72,9 @@ func (s *Server) publish(c *call) error {
 			}
 		}
 	} else if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	if err := s.inspect(c, m, &skel); err != nil {
 		return err
 	}
 	if err := s.blobs.Put(c.ctx, st.ManifestDigest, b.Manifest); err != nil {
@@ -116,6 +125,47 @@ func (s *Server) publish(c *call) error {
 	s.log.Info("module published", "account", c.account, "module", m.ID, "version", m.Version, "wasm_digest", st.WasmDigest, "seq", ev.Seq)
 	s.reply(c, http.StatusCreated, v.Version)
 	return nil
+}
+
+// inspect refuses, with every reason, a module no station would install
+// (host.Inspect on the skeleton of its wasm). The hub compiles the module
+// in wazero's interpreter and never runs any of it.
+func (s *Server) inspect(c *call, m *manifest.Manifest, skel *host.Skeleton) error {
+	start := time.Now()
+	err := host.Inspect(c.ctx, m, skel.Bytes(), host.InspectOptions{Limits: s.install, Size: skel.Size()})
+	var ie *host.InspectError
+	switch {
+	case errors.As(err, &ie):
+		s.log.Info("publish refused: no station would install the module", "request", c.id, "account", c.account, "module", m.ID, "version", m.Version,
+			"problems", len(ie.Problems), "took", time.Since(start))
+		return hub.Errorf(hub.CodeModuleRefused, "%s@%s: %s", m.ID, m.Version, clipProblems(ie))
+	case err != nil:
+		return fmt.Errorf("publish %s@%s: check the module: %w", m.ID, m.Version, err)
+	}
+	return nil
+}
+
+// clipProblems renders a refusal's problems as one message of bounded
+// length (a module can have thousands of bad imports).
+func clipProblems(ie *host.InspectError) string {
+	const most = 20
+	msgs := make([]string, 0, min(len(ie.Problems), most))
+	for i, p := range ie.Problems {
+		if i == most {
+			break
+		}
+		msgs = append(msgs, p.Message)
+	}
+	out := strings.Join(msgs, "; ")
+	if n := len(ie.Problems); n > most {
+		out += fmt.Sprintf("; and %d more problems (station module publish --dry-run lists them all)", n-most)
+	}
+	if len(ie.Problems) > 1 {
+		out = fmt.Sprintf("no station would install it (%d problems): %s", len(ie.Problems), out)
+	} else {
+		out = "no station would install it: " + out
+	}
+	return out
 }
 
 func versionExists(id, version string) error {

@@ -39,6 +39,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -68,6 +69,11 @@ type Options struct {
 	// MaxBundleBytes defaults to what a MaxWasmBytes module and the largest
 	// manifest take in base64, plus 64 KiB.
 	Limits hub.Limits
+	// Install are the install limits a module is checked against at
+	// publish (host.Inspect); zero fields take a station's defaults, so
+	// the hub refuses what a station with the default configuration
+	// refuses.
+	Install host.InstallLimits
 	// Heartbeat is the interval of keep-alive comments on event streams.
 	Heartbeat time.Duration
 	// TokenRecheck is how often the hub checks that the token of each open
@@ -125,6 +131,7 @@ type Server struct {
 	blobs     Blobs
 	log       *slog.Logger
 	limits    hub.Limits
+	install   host.InstallLimits
 	heartbeat time.Duration
 	recheck   time.Duration
 	inviteTTL time.Duration
@@ -175,7 +182,7 @@ func New(o Options) (*Server, error) {
 	if o.Store == nil || o.Blobs == nil {
 		return nil, errors.New("hub server: a Store and a Blobs are required")
 	}
-	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, heartbeat: o.Heartbeat, recheck: o.TokenRecheck, inviteTTL: o.InviteTTL, now: o.Now,
+	s := &Server{store: o.Store, blobs: o.Blobs, log: o.Logger, limits: o.Limits, install: o.Install, heartbeat: o.Heartbeat, recheck: o.TokenRecheck, inviteTTL: o.InviteTTL, now: o.Now,
 		drainDelay: o.DrainDelay, drainTimeout: o.DrainTimeout, metricsLn: o.MetricsListener, nodeStreams: o.NodeStreams,
 		metrics: newMetrics(), reconnect: make(chan struct{}), ready: readiness{failed: map[string]string{}},
 		streams: map[string]int{}, live: map[*stream]struct{}{}}
