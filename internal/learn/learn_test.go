@@ -301,3 +301,31 @@ func TestNoCalls(t *testing.T) {
 		t.Fatalf("err %v, want one naming tests.yaml:2 and the command", err)
 	}
 }
+
+// Secrets cannot be learned: module.yaml's are carried over as written,
+// with the hosts they are bound to.
+func TestSecretsCarriedOver(t *testing.T) {
+	dir := probeDir(t, `network:
+  allow: [api.stripe.com, api.other.example]
+secrets:
+  STRIPE_KEY:
+    hosts: [api.stripe.com]
+    description: "Your Stripe key: sk_test_..."`)
+	rep := learn(t, Options{Dir: dir, Calls: []Call{probeCall(probe.HTTP("GET", "https://api.other.example/"))}})
+	if want := []string{"api.other.example", "api.stripe.com"}; !slices.Equal(rep.Proposal.Network, want) {
+		t.Errorf("network %q, want %q", rep.Proposal.Network, want)
+	}
+	if want := []string{"api.stripe.com"}; !slices.Equal(rep.Unused.Network, want) {
+		t.Errorf("unused %q, want %q", rep.Unused.Network, want)
+	}
+	m, err := manifest.Parse("p.yaml", []byte("id: test/probe\nversion: \"1.0.0\"\nwasm: module.wasm\ncommands:\n  - name: run\n"+rep.ProposalYAML))
+	if err != nil {
+		t.Fatalf("%v\n%s", err, rep.ProposalYAML)
+	}
+	if s := m.Requires.Secrets; len(s) != 1 || s[0].Name != "STRIPE_KEY" || s[0].Description != "Your Stripe key: sk_test_..." || !slices.Equal(s[0].Hosts, []string{"api.stripe.com"}) {
+		t.Errorf("secrets %+v", s)
+	}
+	if !slices.Equal(rep.Proposal.Secrets, []string{"STRIPE_KEY"}) || !slices.ContainsFunc(rep.Notes, func(n string) bool { return strings.Contains(n, "secrets cannot be learned") }) {
+		t.Errorf("secrets %q, notes %q", rep.Proposal.Secrets, rep.Notes)
+	}
+}

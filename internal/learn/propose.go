@@ -54,27 +54,17 @@ const (
 )
 
 // declared is what m asks for.
-func declared(m *manifest.Manifest, raw []byte) Requires {
+func declared(m *manifest.Manifest) Requires {
 	r := m.Requires
 	d := Requires{Network: nonNil(r.Network.Allow), SubprocessAny: r.Subprocess.Any, Programs: nonNil(r.Subprocess.Allow),
 		Env: nonNil(r.Subprocess.Env), Writes: nonNil(r.FilesystemWrites), Reads: nonNil(r.FilesystemReads)}
 	if r.LLM.Enabled {
 		d.LLM = &LLM{MaxTokensPerCall: r.LLM.MaxTokensPerCall, BudgetTokensPerDay: r.LLM.BudgetTokensPerDay}
 	}
-	d.Secrets = secretNames(raw)
+	for _, s := range r.Secrets {
+		d.Secrets = append(d.Secrets, s.Name)
+	}
 	return d
-}
-
-func secretNames(raw []byte) []string {
-	n := secretsNode(raw)
-	if n == nil || n.Kind != yaml.MappingNode {
-		return nil
-	}
-	var names []string
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		names = append(names, n.Content[i].Value)
-	}
-	return names
 }
 
 func nonNil(s []string) []string {
@@ -272,7 +262,7 @@ func (l *learner) observeProgram(o *observed, d store.AuditRecord) {
 // propose fills rep's proposal, diff and notes from its calls.
 func propose(l *learner, rep *Report) {
 	o := l.observe(rep.Calls)
-	dec := declared(l.man, l.raw)
+	dec := declared(l.man)
 	rep.Declared = dec
 	rep.Truncated = map[string]int{}
 	p := Requires{Secrets: dec.Secrets}
@@ -317,6 +307,22 @@ func propose(l *learner, rep *Report) {
 	rep.Proposal = p
 	rep.Unused, rep.Undeclared = diff(dec, p, l.o.Home)
 	rep.Unnamed = append(rep.Unnamed, o.unnamed...)
+	// requires.secrets binds each secret to hosts within the allowlist:
+	// carried over, its hosts stay in the proposal's allowlist (and in
+	// Unused when no call reached them).
+	for _, s := range l.man.Requires.Secrets {
+		for _, h := range s.Hosts {
+			r, err := netgate.ParseRule(h)
+			if err != nil {
+				continue
+			}
+			if al, _ := netgate.Compile(p.Network); al == nil || !al.Allows(r.Scheme, r.Host, r.Port) {
+				p.Network = append(p.Network, h)
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s stays in the allowlist: requires.secrets binds %s to it", h, s.Name))
+			}
+		}
+	}
+	rep.Proposal = p
 	sec := secretsNode(l.raw)
 	rep.ProposalYAML = proposalYAML(p, sec)
 	if err := l.check(p, sec); err != nil {
