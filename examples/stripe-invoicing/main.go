@@ -1,7 +1,11 @@
 // Command stripe-invoicing is an example Station module that creates Stripe
 // invoices and summarizes text with an LLM, confined by its manifest to
-// api.stripe.com and api.groq.com. Its fetch command requests any URL, to
-// show what a denial looks like. Build it with
+// api.stripe.com and api.groq.com. It never sees its API keys: it writes
+// the placeholders of the secrets STRIPE_KEY and GROQ_KEY (sdk.Secret), and
+// the station puts the values the operator stored (station secret set) in
+// only in requests to api.stripe.com and api.groq.com respectively. Its
+// fetch command requests any URL, to show what a denial looks like. Build
+// it with
 //
 //	GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o module.wasm .
 package main
@@ -37,7 +41,6 @@ const maxReply = 1 << 20
 
 // InvoiceInput is the input of create-invoice.
 type InvoiceInput struct {
-	APIKey   string `json:"api_key"`  // a Stripe secret key (a demo: a real module would take it from a secret store)
 	Customer string `json:"customer"` // a Stripe customer id, cus_...
 }
 
@@ -50,15 +53,15 @@ type Invoice struct {
 }
 
 func createInvoice(ctx context.Context, in InvoiceInput) (Invoice, error) {
-	if in.APIKey == "" || in.Customer == "" {
-		return Invoice{}, errors.New("api_key and customer are required")
+	if in.Customer == "" {
+		return Invoice{}, errors.New("customer is required")
 	}
 	form := url.Values{"customer": {in.Customer}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://api.stripe.com/v1/invoices", strings.NewReader(form.Encode()))
 	if err != nil {
 		return Invoice{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+in.APIKey)
+	req.Header.Set("Authorization", "Bearer "+sdk.Secret("STRIPE_KEY"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	var inv Invoice
 	if err := do(req, &inv); err != nil {
@@ -70,7 +73,6 @@ func createInvoice(ctx context.Context, in InvoiceInput) (Invoice, error) {
 
 // SummarizeInput is the input of summarize.
 type SummarizeInput struct {
-	APIKey string `json:"api_key"`         // a Groq API key (a demo, as above)
 	Text   string `json:"text"`            // what to summarize
 	Model  string `json:"model,omitempty"` // default llama-3.1-8b-instant
 }
@@ -86,8 +88,8 @@ type chatMessage struct {
 }
 
 func summarize(ctx context.Context, in SummarizeInput) (Summary, error) {
-	if in.APIKey == "" || strings.TrimSpace(in.Text) == "" {
-		return Summary{}, errors.New("api_key and text are required")
+	if strings.TrimSpace(in.Text) == "" {
+		return Summary{}, errors.New("text is required")
 	}
 	model := in.Model
 	if model == "" {
@@ -107,7 +109,7 @@ func summarize(ctx context.Context, in SummarizeInput) (Summary, error) {
 	if err != nil {
 		return Summary{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+in.APIKey)
+	req.Header.Set("Authorization", "Bearer "+sdk.Secret("GROQ_KEY"))
 	req.Header.Set("Content-Type", "application/json")
 	var reply struct {
 		Choices []struct {

@@ -36,7 +36,8 @@ func (f fakeAPIs) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	switch req.URL.Host {
 	case "api.stripe.com":
-		if req.Header.Get("Authorization") != "Bearer sk_test_1" {
+		// The module writes the placeholder; the station puts the value in.
+		if req.Header.Get("Authorization") != "Bearer "+abi.SecretPlaceholder("STRIPE_KEY") {
 			return reply(401, `{"error":{"message":"Invalid API Key provided"}}`)
 		}
 		form, _ := url.ParseQuery(string(body))
@@ -48,6 +49,9 @@ func (f fakeAPIs) RoundTrip(req *http.Request) (*http.Response, error) {
 		var chat struct {
 			Model    string        `json:"model"`
 			Messages []chatMessage `json:"messages"`
+		}
+		if req.Header.Get("Authorization") != "Bearer "+abi.SecretPlaceholder("GROQ_KEY") {
+			return reply(401, `{"error":{"message":"Invalid API Key"}}`)
 		}
 		if err := json.Unmarshal(body, &chat); err != nil || len(chat.Messages) != 2 || chat.Messages[1].Content != "Invoice in_1: 12 EUR." {
 			f.t.Errorf("groq got %q (%v)", body, err)
@@ -65,12 +69,10 @@ func TestCommands(t *testing.T) {
 		command, input, want, wantErr string
 		denied                        bool
 	}{
-		{command: "create-invoice", input: `{"api_key":"sk_test_1","customer":"cus_42"}`,
+		{command: "create-invoice", input: `{"customer":"cus_42"}`,
 			want: `{"id":"in_1","status":"draft","amount_due":1200,"currency":"eur"}`},
-		{command: "create-invoice", input: `{"api_key":"sk_bad","customer":"cus_42"}`,
-			wantErr: "POST api.stripe.com: 401 Unauthorized: Invalid API Key provided"},
-		{command: "create-invoice", input: `{"customer":"cus_42"}`, wantErr: "api_key and customer are required"},
-		{command: "summarize", input: `{"api_key":"gsk_1","text":"Invoice in_1: 12 EUR."}`, want: `{"summary":"One invoice of 12 EUR."}`},
+		{command: "create-invoice", input: `{}`, wantErr: "customer is required"},
+		{command: "summarize", input: `{"text":"Invoice in_1: 12 EUR."}`, want: `{"summary":"One invoice of 12 EUR."}`},
 		{command: "fetch", input: `{"url":"https://api.stripe.com/v1/invoices/in_1"}`,
 			want: `{"status":401,"url":"https://api.stripe.com/v1/invoices/in_1","bytes":48}`},
 		{command: "fetch", input: `{"url":"https://evil.example/"}`, denied: true,
