@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 
 	"github.com/station-dev/station/hub"
+	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/hubclient"
+	"github.com/station-dev/station/manifest"
 )
 
 // ErrNoSigningKey is the error of a publish without a signing key file
@@ -41,6 +43,15 @@ func (s *Session) Publish(ctx context.Context, dir, keyFile string) (*Published,
 	if err != nil {
 		return nil, err
 	}
+	// A module no station would install is not uploaded: the hub would
+	// refuse it with the same problems.
+	m, err := manifest.Parse(manifest.FileName, raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := host.Inspect(ctx, m, wasm, host.InspectOptions{}); err != nil {
+		return nil, fmt.Errorf("publish: %w; nothing was uploaded", err)
+	}
 	b, err := hubclient.NewBundle(raw, wasm, signer)
 	if err != nil {
 		return nil, err
@@ -51,4 +62,55 @@ func (s *Session) Publish(ctx context.Context, dir, keyFile string) (*Published,
 	}
 	s.log().Info("published to the hub", "module", v.Module, "version", v.Version, "digest", v.WasmDigest, "key", v.KeyID)
 	return &Published{Version: v, Hub: s.Login.URL, Key: keyFile}, nil
+}
+
+// ModuleCheck is what CheckModule found of a built module.
+type ModuleCheck struct {
+	Module     string `json:"module"`
+	Version    string `json:"version"`
+	WasmSize   int64  `json:"wasm_size"`
+	WasmDigest string `json:"wasm_digest"`
+	// Problems are the reasons a station (and so the hub) would refuse it;
+	// none when it passes.
+	Problems []host.Problem `json:"problems"`
+}
+
+// CheckModule runs the hub's publish check on the built module in dir
+// without a hub: its manifest must validate and its wasm pass
+// host.Inspect. A module that does not is a ModuleCheck with Problems; an
+// error is a module that cannot be read at all (no module.yaml, no wasm).
+func CheckModule(ctx context.Context, dir string) (*ModuleCheck, error) {
+	raw, wasm, err := hubclient.ReadModuleDir(dir)
+	var errs interface{ Unwrap() []error }
+	var me *manifest.Error
+	if err != nil && errors.As(err, &me) {
+		// The manifest does not validate: its problems, all of them; the
+		// wasm cannot be judged without the grants.
+		mc := &ModuleCheck{}
+		list := []error{err}
+		if errors.As(err, &errs) {
+			list = errs.Unwrap()
+		}
+		for _, e := range list {
+			mc.Problems = append(mc.Problems, host.Problem{Kind: "manifest", Message: e.Error()})
+		}
+		return mc, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	m, err := manifest.Parse(manifest.FileName, raw)
+	if err != nil {
+		return nil, err
+	}
+	mc := &ModuleCheck{Module: m.ID, Version: m.Version, WasmSize: int64(len(wasm)), WasmDigest: hub.Digest(wasm), Problems: []host.Problem{}}
+	err = host.Inspect(ctx, m, wasm, host.InspectOptions{})
+	var ie *host.InspectError
+	switch {
+	case errors.As(err, &ie):
+		mc.Problems = ie.Problems
+	case err != nil:
+		return nil, err
+	}
+	return mc, nil
 }

@@ -22,9 +22,10 @@ type PublishOptions struct {
 	IO        *cmdutil.IOStreams
 	Publisher func(context.Context) (Publisher, error)
 
-	Dir  string
-	Key  string // --key: the signing key file, "" for the station's
-	JSON bool
+	Dir    string
+	Key    string // --key: the signing key file, "" for the station's
+	DryRun bool   // --dry-run: only the hub's check, no login, no upload
+	JSON   bool
 }
 
 // NewCmdPublish returns `station module publish`.
@@ -44,8 +45,21 @@ statement of its id, version and digests with your publisher key
 (STATION_HOME/hub-signing-key.pem from 'station hub key create', or the file
 --key PATH names, as 'station hub key create --key PATH' made it), and
 uploads the bundle. Versions are immutable: publish a new version to change
-anything. The manifest's owner must be the account you are logged in as.`,
+anything. The manifest's owner must be the account you are logged in as.
+
+Before it signs anything, publish checks the module as the hub does, and as
+a station does at install: the manifest validates, the wasm is within the
+install limits and compiles, exports what the guest ABI requires
+(station_abi_1, station_call, memory) and imports only what the manifest
+grants — process_run needs requires.subprocess, llm_complete requires.llm.
+A module that fails is not uploaded, and every problem is listed. The hub
+runs the same check and refuses the same modules (module_refused); it
+compiles the module but never runs it.
+
+--dry-run runs only that check: no login, no key, nothing uploaded; the exit
+code is 1 when there are problems.`,
 		Example: `  station module build examples/hello
+  station module publish --dry-run examples/hello
   station module publish examples/hello
   station module publish --key ~/keys/dave.pem examples/hello`,
 		Args: cmdutil.ExactArgs(1, "DIR"),
@@ -54,10 +68,14 @@ anything. The manifest's owner must be the account you are logged in as.`,
 			if runF != nil {
 				return runF(opts)
 			}
+			if opts.DryRun {
+				return checkRun(cmd.Context(), opts)
+			}
 			return publishRun(cmd.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Key, "key", "", "signing key file (default STATION_HOME/"+hubsync.SigningKeyFile+")")
+	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only check the module as the hub would: no login, nothing signed or uploaded")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }
@@ -86,4 +104,55 @@ func publishRun(ctx context.Context, opts *PublishOptions) error {
 		return err
 	}
 	return cmdutil.Print(opts.IO.Out, opts.JSON, PublishResult{Version: res.Version, Hub: res.Hub})
+}
+
+// CheckResult is what `station module publish --dry-run` found.
+type CheckResult struct {
+	hubsync.ModuleCheck
+	// OK is set when the hub would accept the module (as far as it can be
+	// told without the hub: its size limit, the namespace and the version
+	// are the hub's to check).
+	OK bool `json:"ok"`
+}
+
+// Text implements cmdutil.Texter.
+func (r CheckResult) Text(w io.Writer) error {
+	name := cmdutil.TermText(r.Module) + "@" + cmdutil.TermText(r.Version)
+	if r.Module == "" {
+		name = "the module"
+	}
+	if r.OK {
+		_, err := fmt.Fprintf(w, "%s passes the publish check (%s, %d bytes): a station would install it; nothing was uploaded\n", name, cmdutil.TermText(r.WasmDigest), r.WasmSize)
+		return err
+	}
+	fmt.Fprintf(w, "%s would be refused by the hub and by every station:\n", name)
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "  - %s: %s\n", cmdutil.TermText(p.Kind), cmdutil.TermText(p.Message))
+	}
+	return nil
+}
+
+// errRefused is the outcome of a dry run that found problems: exit code 1.
+type errRefused struct{ n int }
+
+func (e errRefused) Error() string {
+	if e.n == 1 {
+		return "the module would be refused: 1 problem (listed above)"
+	}
+	return fmt.Sprintf("the module would be refused: %d problems (listed above)", e.n)
+}
+
+func checkRun(ctx context.Context, opts *PublishOptions) error {
+	mc, err := hubsync.CheckModule(ctx, opts.Dir)
+	if err != nil {
+		return err
+	}
+	res := CheckResult{ModuleCheck: *mc, OK: len(mc.Problems) == 0}
+	if err := cmdutil.Print(opts.IO.Out, opts.JSON, res); err != nil {
+		return err
+	}
+	if !res.OK {
+		return errRefused{len(mc.Problems)}
+	}
+	return nil
 }
