@@ -112,8 +112,8 @@ func TestExamplesProposeTheirManifests(t *testing.T) {
 		{example: "examples/quote", calls: []Call{{Command: "currencies"},
 			{Command: "quote", Input: json.RawMessage(`{"customer":"Ada","currency":"EUR","items":[{"description":"a","quantity":1,"unit_cents":100}]}`)}}},
 		{example: "examples/stripe-invoicing", calls: []Call{
-			{Command: "create-invoice", Input: json.RawMessage(`{"api_key":"sk_test_x","customer":"cus_42"}`)},
-			{Command: "summarize", Input: json.RawMessage(`{"api_key":"gsk_x","text":"A long text."}`)}}},
+			{Command: "create-invoice", Input: json.RawMessage(`{"customer":"cus_42"}`)},
+			{Command: "summarize", Input: json.RawMessage(`{"text":"A long text."}`)}}},
 		{example: "examples/summarize", calls: []Call{{Command: "summarize", Input: json.RawMessage(`{"text":"A long text to summarize."}`)}}},
 		{example: "examples/c/hello", lang: true, calls: []Call{{Command: "greet", Input: json.RawMessage(`{"name":"Ada"}`)},
 			{Command: "fetch", Input: json.RawMessage(`{"url":"https://api.example.test/hello"}`)}}},

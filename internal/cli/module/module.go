@@ -37,6 +37,7 @@ and publishes, searches and upgrades modules on the hub.`,
 		cmdutil.StationFlags(sub, f)
 	}
 	c.AddCommand(NewCmdNew(f, nil), NewCmdBuild(f, nil), NewCmdTest(f, nil), NewCmdSchema(f, nil))
+	c.AddCommand(NewCmdLearn(f, nil))
 	c.AddCommand(onStation...)
 	return cmdutil.Group(c)
 }
