@@ -2,9 +2,9 @@ package module
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/netip"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
