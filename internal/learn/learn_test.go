@@ -329,3 +329,24 @@ secrets:
 		t.Errorf("secrets %q, notes %q", rep.Proposal.Secrets, rep.Notes)
 	}
 }
+
+// --allow-program: that program is granted (and would run); the
+// variables a call passes it are learned, and other programs refused.
+func TestAllowProgramLearnsEnv(t *testing.T) {
+	dir := probeDir(t, "network:\n  allow: []\nsubprocess:\n  allow: [\"true\"]", probe.ExecTag)
+	o := Options{Dir: dir, AllowPrograms: []string{"true"}, TempDir: t.TempDir(), Cache: wasmbuild.CacheForTest(),
+		Calls: []Call{probeCall(probe.Exec("true").WithEnv(map[string]string{"GREETING": "hi"}), probe.Exec("git", "log"))}}
+	rep, err := Learn(context.Background(), o)
+	if err != nil && strings.Contains(err.Error(), "cannot be cut off from the network") && os.Getenv("STATION_REQUIRE_CONFINEMENT") == "" {
+		t.Skipf("children cannot be confined here: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"true", "git"}; !slices.Equal(rep.Proposal.Programs, want) {
+		t.Errorf("programs %q, want %q", rep.Proposal.Programs, want)
+	}
+	if want := []string{"GREETING"}; !slices.Equal(rep.Proposal.Env, want) || !slices.Equal(rep.Undeclared.Env, want) {
+		t.Errorf("env %q, undeclared %q, want %q", rep.Proposal.Env, rep.Undeclared.Env, want)
+	}
+}
