@@ -415,8 +415,8 @@ type learner struct {
 	raw  []byte
 	wasm []byte
 	im   imports
-	// view is the read-only directory of the last run (its paths are the
-	// run's own, not the module's).
+	// roots are the throwaway directories of the rounds: paths in them
+	// are the learning run's own, never proposed.
 	roots []string
 }
 
