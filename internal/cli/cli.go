@@ -27,6 +27,7 @@ import (
 	"github.com/station-dev/station/internal/cli/module"
 	reportcmd "github.com/station-dev/station/internal/cli/report"
 	"github.com/station-dev/station/internal/cli/run"
+	"github.com/station-dev/station/internal/cli/secret"
 	"github.com/station-dev/station/internal/cli/serve"
 	"github.com/station-dev/station/internal/cli/team"
 	"github.com/station-dev/station/internal/cli/version"
@@ -134,6 +135,6 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	cmdutil.HomeFlag(sv, f)
 	// module and hub give the station's flags to the subcommands that use
 	// a station home; demo has a --home of its own.
-	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil), mcpcmd.NewCmdMCP(f, nil))
+	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil), mcpcmd.NewCmdMCP(f, nil), secret.NewCmdSecret(f))
 	return cmdutil.Group(root)
 }

@@ -191,7 +191,8 @@ func TestOperatorFlow(t *testing.T) {
 		t.Errorf("module show --json limits: %v (%v)", shown.Limits, err)
 	}
 
-	r = station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
+	station(t, home, "sk_test_1", "secret", "set", "STRIPE_KEY", "--module", "dave/stripe-invoicing").want(t, 0)
+	r = station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"customer":"cus_1"}`).want(t, 0)
 	if !strings.Contains(r.out, `"id": "in_1"`) {
 		t.Errorf("create-invoice output: %s", r.out)
 	}

@@ -48,6 +48,7 @@ func TestServeAndRunThroughIt(t *testing.T) {
 	cfg := fmt.Sprintf("network:\n  resolve: [\"api.stripe.com:443=%s\"]\n  extra_ca: %s\n  allow_private: [127.0.0.0/8]\n", stripe.Addr, ca.WriteFile(t, home))
 	os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600)
 	station(t, home, "", "module", "install", "--yes", moduleDir(t, "stripe-invoicing")).want(t, 0)
+	station(t, home, "sk_test_1", "secret", "set", "STRIPE_KEY", "--module", "dave/stripe-invoicing").want(t, 0)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	var out lockedBuffer
@@ -68,7 +69,7 @@ func TestServeAndRunThroughIt(t *testing.T) {
 	}
 	defer c.Close()
 
-	r := station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
+	r := station(t, home, "", "run", "dave/stripe-invoicing", "create-invoice", "--input", `{"customer":"cus_1"}`).want(t, 0)
 	if !strings.Contains(r.out, `"id": "in_1"`) {
 		t.Errorf("create-invoice output: %s", r.out)
 	}
@@ -79,7 +80,7 @@ func TestServeAndRunThroughIt(t *testing.T) {
 	if want := `station: sandbox violation: module dave/stripe-invoicing: network: "evil.example:443" is not in its allowlist`; !strings.HasPrefix(strings.TrimSpace(r.err), want) {
 		t.Errorf("denial through the daemon:\n got %s\nwant %s", r.err, want)
 	}
-	station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "create-invoice", "--input", `{"api_key":"sk","customer":"cus_1"}`).want(t, 0)
+	station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "create-invoice", "--input", `{"customer":"cus_1"}`).want(t, 0)
 
 	station(t, home, "", "module", "remove", "--yes", "dave/stripe-invoicing").want(t, 0)
 	if h, err := c.Health(ctx); err != nil || len(h.Loaded) != 0 {

@@ -85,6 +85,8 @@ func TestTeamSyncWhileAGatedModuleRuns(t *testing.T) {
 	tr.add(station(t, home, "", "hub", "key", "create")).want(t, 0)
 	tr.add(station(t, home, "", "module", "publish", moduleDir(t, "stripe-invoicing"))).want(t, 0)
 	tr.add(station(t, home, "", "module", "install", "--yes", "dave/stripe-invoicing@1.4.0")).want(t, 0)
+	station(t, home, "sk_test_1", "secret", "set", "STRIPE_KEY").want(t, 0) // the station's value, for every module that declares it
+	station(t, home, "gsk_1", "secret", "set", "GROQ_KEY").want(t, 0)
 	c, _ := serve(t, home)
 	relayConnected(t, home)
 
@@ -102,7 +104,7 @@ func TestTeamSyncWhileAGatedModuleRuns(t *testing.T) {
 	}
 	wg.Go(func() {
 		for ctx.Err() == nil {
-			out, err := c.Run(ctx, "dave/stripe-invoicing", "create-invoice", []byte(`{"api_key":"sk","customer":"cus_1"}`), "")
+			out, err := c.Run(ctx, "dave/stripe-invoicing", "create-invoice", []byte(`{"customer":"cus_1"}`), "")
 			if ctx.Err() != nil {
 				return
 			}
@@ -115,7 +117,7 @@ func TestTeamSyncWhileAGatedModuleRuns(t *testing.T) {
 	})
 	wg.Go(func() {
 		for ctx.Err() == nil {
-			r := station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "summarize", "--input", `{"api_key":"gsk","text":"invoice text"}`)
+			r := station(t, home, "", "run", "--no-daemon", "dave/stripe-invoicing", "summarize", "--input", `{"text":"invoice text"}`)
 			if r.code != 0 || !strings.Contains(r.out, "a summary") {
 				fail("in-process call: exit %d\n%s%s", r.code, r.out, r.err)
 				return

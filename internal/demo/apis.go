@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"time"
+
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // The names the TLS stand-in answers for: the hosts examples/stripe-invoicing
@@ -138,10 +140,11 @@ func (a *APIs) Config(caFile string) string {
 }
 
 // bearer reports whether r carries an API key the way Stripe and Groq
-// take it. The stand-ins accept any.
+// take it. The stand-ins accept any key but a secret's placeholder: the
+// station puts the value in before a request leaves it.
 func bearer(r *http.Request) bool {
 	key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && strings.TrimSpace(key) != ""
+	return ok && strings.TrimSpace(key) != "" && !strings.Contains(key, abi.SecretPrefix)
 }
 
 // createInvoice answers POST /v1/invoices as Stripe does: a draft invoice

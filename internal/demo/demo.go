@@ -228,6 +228,15 @@ func Start(ctx context.Context, opts Options) (d *Demo, err error) {
 		}
 	}
 
+	// The example's API keys are secrets bound to their hosts: the module
+	// sends placeholders, the network gate puts these values in, and the
+	// stand-in APIs accept only them.
+	for name, value := range DemoSecrets {
+		if err := d.Station.SetSecret(ctx, "dave/stripe-invoicing", name, []byte(value)); err != nil {
+			return nil, fmt.Errorf("demo: %w", err)
+		}
+	}
+
 	if opts.Executable != "" {
 		d.Binary = filepath.Join(opts.Home, "bin", "station")
 		if err := copyExecutable(opts.Executable, d.Binary); err != nil {
@@ -236,6 +245,10 @@ func Start(ctx context.Context, opts Options) (d *Demo, err error) {
 	}
 	return d, nil
 }
+
+// DemoSecrets are the values the demo stores for dave/stripe-invoicing's
+// secrets, the keys its stand-in APIs accept.
+var DemoSecrets = map[string]string{"STRIPE_KEY": "sk_test_demo", "GROQ_KEY": "gsk_demo"}
 
 // checkHome refuses a home whose config.yaml the demo did not write.
 func checkHome(home string) error {

@@ -279,7 +279,8 @@ func TestTry(t *testing.T) {
 		"export STATION_HOME=/home/ada/.station-demo PATH=/home/ada/.station-demo/bin:$PATH",
 		`station run station/hello greet --input '{"name":"Ada"}'`,
 		`station run dave/stripe-invoicing fetch --input '{"url":"https://evil.example/"}'; echo "exit code $?"  # denied by the network gate: exit code 3`,
-		"station workflow run /src/station/examples/workflows/invoice.yaml --input customer=cus_demo --input api_key=sk_test_demo",
+		"station workflow run /src/station/examples/workflows/invoice.yaml --input customer=cus_demo",
+		"station secret list",
 		"station audit --denied",
 	} {
 		if !strings.Contains(got, want) {

@@ -27,7 +27,7 @@ type Call struct {
 // of a host outside the allowlist, which the network gate denies.
 var Calls = []Call{
 	{Module: "station/hello", Command: "greet", Input: `{"name":"Ada"}`},
-	{Module: "dave/stripe-invoicing", Command: "create-invoice", Input: `{"api_key":"sk_test_demo","customer":"cus_demo"}`},
+	{Module: "dave/stripe-invoicing", Command: "create-invoice", Input: `{"customer":"cus_demo"}`},
 	{Module: "dave/stripe-invoicing", Command: "fetch", Input: `{"url":"https://evil.example/steal"}`, Deny: true},
 }
 
@@ -113,7 +113,8 @@ func (d *Demo) Try() []Command {
 	return append(cmds,
 		Command{Line: station + ` run station/hello greet --input '{"name":"Ada"}'`},
 		Command{Line: station + ` run dave/stripe-invoicing fetch --input '{"url":"https://evil.example/"}'; echo "exit code $?"`, Note: denied},
-		Command{Line: station + " workflow run " + shellquote.Quote(workflow) + " --input customer=cus_demo --input api_key=sk_test_demo"},
+		Command{Line: station + " workflow run " + shellquote.Quote(workflow) + " --input customer=cus_demo"},
+		Command{Line: station + " secret list", Note: "the example's API keys: where each may go; their values are never shown"},
 		Command{Line: station + " audit --denied"},
 	)
 }

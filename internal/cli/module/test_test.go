@@ -99,7 +99,7 @@ const stripeTests = `fixtures:
 tests:
   - name: creates an invoice
     command: create-invoice
-    input: {api_key: sk_test, customer: cus_1}
+    input: {customer: cus_1}
     want: {id: in_1, status: draft, amount_due: 1200, currency: usd}
   - command: fetch
     input: {url: "https://evil.example/"}
@@ -108,7 +108,7 @@ tests:
     input: {url: "https://api.groq.com/v1/models"}
   - name: wants in_2
     command: create-invoice
-    input: {api_key: sk_test, customer: cus_1}
+    input: {customer: cus_1}
     want: {id: in_2, status: draft, amount_due: 1200, currency: usd}
 `
 
