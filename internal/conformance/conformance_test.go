@@ -157,7 +157,10 @@ func install(t testing.TB, cache wazero.CompilationCache, dir string) *station.S
 	api := ca.TLSServer(t, mux, "api.example.test")
 	evil := ca.TLSServer(t, mux, "evil.example")
 	plain := fixture.HTTPServer(t, mux)
-	cfg := fmt.Sprintf("network:\n  resolve:\n    - api.example.test:443=%s\n    - evil.example:443=%s\n    - api.example.test:80=%s\n  extra_ca: %s\n  allow_private: [127.0.0.0/8]\n",
+	// The Go module compiles in this process (an in-memory cache has no
+	// compile child), which under the race detector on a loaded machine
+	// can outlast the default bound of two minutes: CI saw it.
+	cfg := fmt.Sprintf("install:\n  compile_timeout: 10m\nnetwork:\n  resolve:\n    - api.example.test:443=%s\n    - evil.example:443=%s\n    - api.example.test:80=%s\n  extra_ca: %s\n  allow_private: [127.0.0.0/8]\n",
 		api.Addr, evil.Addr, plain.Addr, ca.WriteFile(t, home))
 	if err := os.WriteFile(filepath.Join(home, "config.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
