@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -191,11 +192,21 @@ func TestInspectRealModule(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
 	start := time.Now()
 	if err := host.Inspect(ctx, m, wasm, host.InspectOptions{}); err != nil {
 		t.Fatalf("Inspect(examples/hello) = %v", err)
 	}
-	t.Logf("inspecting examples/hello (%d bytes) took %s", len(wasm), time.Since(start))
+	took := time.Since(start)
+	runtime.ReadMemStats(&after)
+	t.Logf("inspecting examples/hello (%d bytes) took %s and allocated %.1f MiB", len(wasm), took, float64(after.TotalAlloc-before.TotalAlloc)/(1<<20))
+	small := hubtest.Wasm("x")
+	start = time.Now()
+	if err := host.Inspect(ctx, inspectManifest(t, ""), small, host.InspectOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("inspecting a minimal module (%d bytes) took %s", len(small), time.Since(start))
 	err = host.Inspect(ctx, m, wasm, host.InspectOptions{Limits: host.InstallLimits{CompileTimeout: time.Microsecond}})
 	if err == nil || !strings.Contains(err.Error(), "install.compile_timeout") {
 		t.Errorf("Inspect with a 1µs compile timeout = %v", err)
