@@ -4,9 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/station-dev/station/manifest"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // Lockfile is a team's shared state: the modules its members run, pinned to
@@ -40,6 +42,19 @@ type Permissions struct {
 	FilesystemWrites []string   `json:"filesystem_writes"`
 	FilesystemReads  []string   `json:"filesystem_reads,omitempty"`
 	Env              []string   `json:"subprocess_env,omitempty"`
+	// Secrets are the module's secrets and the hosts each may be sent to:
+	// names and bindings, never a value. Each member sets the values on
+	// their own station (station secret set).
+	Secrets []SecretBinding `json:"secrets,omitempty"`
+}
+
+// SecretBinding is an approved requires.secrets entry in a lockfile.
+type SecretBinding struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	// In is where in a request the value may go: "headers", and "query"
+	// and "body" where the manifest opted in.
+	In []string `json:"in"`
 }
 
 // Subprocess is the subprocess grant: JSON false (no programs), true (any
@@ -149,6 +164,25 @@ func (l *Lockfile) Validate() error {
 		} {
 			if err := checkGrants(g.list); err != nil {
 				return bad("%s: permissions.%s: %v", at, g.field, err)
+			}
+		}
+		if len(p.Secrets) > manifest.MaxSecrets {
+			return bad("%s: permissions.secrets: %d secrets; at most %d", at, len(p.Secrets), manifest.MaxSecrets)
+		}
+		for j, sec := range p.Secrets {
+			if msg := abi.CheckSecretName(sec.Name); msg != "" {
+				return bad("%s: permissions.secrets[%d]: name %q: %s", at, j, clip(sec.Name), msg)
+			}
+			if len(sec.Hosts) == 0 {
+				return bad("%s: permissions.secrets[%d] (%s): no hosts", at, j, sec.Name)
+			}
+			if err := checkGrants(sec.Hosts); err != nil {
+				return bad("%s: permissions.secrets[%d] (%s).hosts: %v", at, j, sec.Name, err)
+			}
+			for _, in := range sec.In {
+				if in != "headers" && in != "query" && in != "body" {
+					return bad("%s: permissions.secrets[%d] (%s).in: %q is not headers, query or body", at, j, sec.Name, clip(in))
+				}
 			}
 		}
 	}

@@ -307,6 +307,9 @@ func fromHub(p hub.Permissions) station.Permissions {
 	case len(p.Subprocess.Allow) > 0:
 		out.Subprocess = map[string][]string{"allow": p.Subprocess.Allow}
 	}
+	for _, sec := range p.Secrets {
+		out.Secrets = append(out.Secrets, station.SecretPermission(sec))
+	}
 	return out
 }
 
@@ -326,6 +329,9 @@ func ToHub(p station.Permissions) hub.Permissions {
 		}
 	case map[string][]string:
 		out.Subprocess.Allow = s["allow"]
+	}
+	for _, sec := range p.Secrets {
+		out.Secrets = append(out.Secrets, hub.SecretBinding(sec))
 	}
 	return out
 }

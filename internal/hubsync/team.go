@@ -34,6 +34,16 @@ type Report struct {
 	Failed []ModuleError
 	// Workflows are the team workflows written, by name.
 	Workflows []string
+	// SecretsNeeded are the secrets the team's modules declare that have
+	// no value on this station yet: the lockfile carries names and hosts,
+	// never values, so each member sets them.
+	SecretsNeeded []SecretNeed
+}
+
+// SecretNeed is a secret a module needs and this station has no value for.
+type SecretNeed struct {
+	Module, Name string
+	Hosts        []string
 }
 
 // ModuleError is why one module of a lockfile was not applied.
@@ -98,6 +108,13 @@ func (s *Session) Apply(ctx context.Context, tl hub.TeamLockfile, approve Approv
 	}
 	if err := st.Store.ReplaceHubPendings(ctx, tl.Team, pending); err != nil {
 		return rep, err
+	}
+	for _, m := range tl.Lockfile.Modules {
+		for _, sec := range m.Permissions.Secrets {
+			if _, ok, err := st.Secrets.Lookup(m.ID, sec.Name); err == nil && !ok {
+				rep.SecretsNeeded = append(rep.SecretsNeeded, SecretNeed{Module: m.ID, Name: sec.Name, Hosts: sec.Hosts})
+			}
+		}
 	}
 	names, err := writeWorkflows(WorkflowDir(st.Home, tl.Team), tl.Lockfile.Workflows)
 	if err != nil {

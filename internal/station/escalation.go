@@ -41,6 +41,37 @@ func Escalations(approved, next Permissions) []string {
 		}
 	}
 	out = append(out, llmEscalations(approved.LLM, next.LLM)...)
+	out = append(out, secretEscalations(approved.Secrets, next.Secrets)...)
+	return out
+}
+
+// secretEscalations compares secret bindings: a new secret, a host a
+// secret was not sent to, or a new place in a request (the URL, the body).
+func secretEscalations(approved, next []SecretPermission) []string {
+	var out []string
+	for _, n := range next {
+		i := slices.IndexFunc(approved, func(a SecretPermission) bool { return a.Name == n.Name })
+		if i < 0 {
+			out = append(out, fmt.Sprintf("may now have secret %s sent to %s", n.Name, strings.Join(n.Hosts, ", ")))
+			continue
+		}
+		a := approved[i]
+		for _, h := range n.Hosts {
+			if !networkCovered(a.Hosts, h) {
+				out = append(out, fmt.Sprintf("may now have secret %s sent to %s", n.Name, h))
+			}
+		}
+		for _, in := range n.In {
+			if in == "headers" || slices.Contains(a.In, in) {
+				continue
+			}
+			place := "body"
+			if in == "query" {
+				place = "URL"
+			}
+			out = append(out, fmt.Sprintf("may now put secret %s in a request's %s", n.Name, place))
+		}
+	}
 	return out
 }
 

@@ -18,6 +18,7 @@ func TestEscalations(t *testing.T) {
 		FilesystemWrites: []string{"~/out/**"},
 		FilesystemReads:  []string{"/data/*.csv"},
 		LLM:              &LLMPermission{MaxTokensPerCall: 500, BudgetTokensPerDay: 10000},
+		Secrets:          []SecretPermission{{Name: "STRIPE_KEY", Hosts: []string{"api.stripe.com"}, In: []string{"headers"}}},
 	}
 	with := func(f func(p *Permissions)) Permissions {
 		p := base
@@ -40,6 +41,16 @@ func TestEscalations(t *testing.T) {
 		{"smaller LLM allowance", with(func(p *Permissions) { p.LLM = &LLMPermission{MaxTokensPerCall: 100, BudgetTokensPerDay: 10} }), nil},
 		{"no LLM any more", with(func(p *Permissions) { p.LLM = nil }), nil},
 
+		{"secret dropped", with(func(p *Permissions) { p.Secrets = nil }), nil},
+		{"new secret", with(func(p *Permissions) {
+			p.Secrets = append(slices.Clone(p.Secrets), SecretPermission{Name: "GROQ_KEY", Hosts: []string{"api.groq.com"}, In: []string{"headers"}})
+		}), []string{"may now have secret GROQ_KEY sent to api.groq.com"}},
+		{"secret to another host", with(func(p *Permissions) {
+			p.Secrets = []SecretPermission{{Name: "STRIPE_KEY", Hosts: []string{"api.stripe.com", "x.groq.com"}, In: []string{"headers"}}}
+		}), []string{"may now have secret STRIPE_KEY sent to x.groq.com"}},
+		{"secret in the body", with(func(p *Permissions) {
+			p.Secrets = []SecretPermission{{Name: "STRIPE_KEY", Hosts: []string{"api.stripe.com"}, In: []string{"headers", "query", "body"}}}
+		}), []string{"may now put secret STRIPE_KEY in a request's URL", "may now put secret STRIPE_KEY in a request's body"}},
 		{"new host", with(func(p *Permissions) { p.Network = append(p.Network, "evil.example") }), []string{"may now connect to evil.example"}},
 		{"apex of a wildcard", with(func(p *Permissions) { p.Network = []string{"groq.com"} }), []string{"may now connect to groq.com"}},
 		{"wider wildcard", with(func(p *Permissions) { p.Network = []string{"*.stripe.com"} }), []string{"may now connect to *.stripe.com"}},
@@ -85,8 +96,8 @@ func TestEscalations(t *testing.T) {
 
 	// From nothing, everything is an escalation.
 	none := Permissions{Subprocess: false}
-	if got := Escalations(none, base); len(got) != 8 {
-		t.Errorf("from no permissions: %q, want 8 escalations", got)
+	if got := Escalations(none, base); len(got) != 9 {
+		t.Errorf("from no permissions: %q, want 9 escalations", got)
 	}
 	if got := Escalations(none, Permissions{Subprocess: false, LLM: &LLMPermission{}}); !slices.Equal(got, []string{"may now ask the station's LLM for completions"}) {
 		t.Errorf("llm from nothing: %q", got)

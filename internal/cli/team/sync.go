@@ -130,6 +130,17 @@ type TeamSync struct {
 	Workflows []string        `json:"workflows"`
 	// WorkflowDir is where the team's workflows are.
 	WorkflowDir string `json:"workflow_dir"`
+	// SecretsNeeded are the secrets the team's modules need that this
+	// station has no value for (the lockfile never carries values).
+	SecretsNeeded []SecretNeed `json:"secrets_needed"`
+}
+
+// SecretNeed is a secret a module needs, where it goes, and how to set it.
+type SecretNeed struct {
+	Module  string   `json:"module"`
+	Name    string   `json:"name"`
+	Hosts   []string `json:"hosts"`
+	Command string   `json:"command"`
 }
 
 // ModuleVersion is a module at a version.
@@ -179,6 +190,11 @@ func newTeamSync(rep *hubsync.Report, home string) TeamSync {
 		t.Failed = append(t.Failed, Failure{Module: f.ID, Version: f.Version, Error: f.Error(), err: f})
 	}
 	t.Workflows = append(t.Workflows, rep.Workflows...)
+	t.SecretsNeeded = []SecretNeed{}
+	for _, n := range rep.SecretsNeeded {
+		t.SecretsNeeded = append(t.SecretsNeeded, SecretNeed{Module: n.Module, Name: n.Name, Hosts: n.Hosts,
+			Command: "station secret set " + n.Name + " --module " + n.Module})
+	}
 	return t
 }
 
@@ -207,6 +223,10 @@ func (t TeamSync) changes(w io.Writer, indent string, unchanged bool) {
 	}
 	for _, f := range t.Failed {
 		fmt.Fprintf(w, "%sFAILED %s\n", indent, cmdutil.TermText(f.Error))
+	}
+	for _, n := range t.SecretsNeeded {
+		fmt.Fprintf(w, "%sSECRET %s needs %s (sent only to %s): %s\n", indent, cmdutil.TermText(n.Module), cmdutil.TermText(n.Name),
+			cmdutil.TermText(strings.Join(n.Hosts, ", ")), cmdutil.TermText(n.Command))
 	}
 	if unchanged && len(t.Workflows) > 0 {
 		fmt.Fprintf(w, "%sworkflows: %s (in %s)\n", indent, strings.Join(cmdutil.TermList(t.Workflows), ", "), cmdutil.TermText(t.WorkflowDir))
