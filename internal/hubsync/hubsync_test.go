@@ -259,3 +259,53 @@ func TestApplyAsksBeforeADowngrade(t *testing.T) {
 		t.Fatalf("approved downgrade = %+v, %v", rep, err)
 	}
 }
+
+// TestApplySecretBindings: a lockfile carries a module's secret names and
+// hosts, never a value; applying it names the secrets this station has
+// no value for, and a version whose secret goes to a host the team did
+// not approve is not installed.
+func TestApplySecretBindings(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	publish := func(version, hosts string) hub.LockedModule {
+		m := "id: dave/hello\nversion: \"" + version + "\"\nwasm: module.wasm\ncommands:\n  - name: greet\nrequires:\n  network:\n    allow: [api.stripe.com, api.groq.com]\n" +
+			"  secrets:\n    STRIPE_KEY: {hosts: [" + hosts + "]}\n"
+		b, err := hubclient.NewBundle([]byte(m), wasmbuild.ForTest(t, "examples/hello"), e.signer)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := e.dave.Publish(ctx, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hub.LockedModule{ID: v.Module, Version: v.Version, ManifestDigest: v.ManifestDigest, WasmDigest: v.WasmDigest,
+			Permissions: hub.Permissions{Network: []string{"api.stripe.com", "api.groq.com"}, FilesystemWrites: []string{},
+				Secrets: []hub.SecretBinding{{Name: "STRIPE_KEY", Hosts: []string{"api.stripe.com"}, In: []string{"headers"}}}}}
+	}
+	yes := func(hubsync.Plan) (bool, error) { return true, nil }
+	lm := publish("1.0.0", "api.stripe.com")
+	rep, err := e.sess.Apply(ctx, lockfile(1, lm), yes)
+	if err != nil || len(rep.Installed) != 1 {
+		t.Fatalf("apply = %+v, %v", rep, err)
+	}
+	if want := []hubsync.SecretNeed{{Module: "dave/hello", Name: "STRIPE_KEY", Hosts: []string{"api.stripe.com"}}}; !reflect.DeepEqual(rep.SecretsNeeded, want) {
+		t.Fatalf("SecretsNeeded = %+v, want %+v", rep.SecretsNeeded, want)
+	}
+	if err := e.sess.Station.SetSecret(ctx, "dave/hello", "STRIPE_KEY", []byte("sk_live_x")); err != nil {
+		t.Fatal(err)
+	}
+	if rep, err = e.sess.Apply(ctx, lockfile(2, lm), yes); err != nil || len(rep.SecretsNeeded) != 0 {
+		t.Fatalf("after secret set: %+v, %v", rep, err)
+	}
+
+	// 1.1.0 also sends the key to api.groq.com, which the team did not
+	// approve for it (though the team approved the host).
+	wider := publish("1.1.0", "api.stripe.com, api.groq.com")
+	rep, err = e.sess.Apply(ctx, lockfile(3, wider), yes)
+	if len(rep.Failed) != 1 || !strings.Contains(rep.Failed[0].Error(), "may now have secret STRIPE_KEY sent to api.groq.com") {
+		t.Fatalf("a wider secret binding: %+v, %v", rep, err)
+	}
+	if in, _ := e.sess.Station.Store.Module(ctx, "dave/hello"); in.Version != "1.0.0" {
+		t.Errorf("installed %s after a refused upgrade", in.Version)
+	}
+}
