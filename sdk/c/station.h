@@ -274,6 +274,21 @@ void *station_alloc(size_t n);
 void station_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* ------------------------------------------------------------------------
+ * Secrets
+ *
+ * STATION_SECRET("STRIPE_KEY") is the placeholder of a secret the manifest
+ * declares under requires.secrets, a string literal: write it where the
+ * value goes in a request (a header, or the URL or body where the
+ * manifest's "in" allows it). The station's network gate puts the value in
+ * only in requests to the hosts the secret is bound to; the module never
+ * sees it. NAME must be a string literal: an upper-case letter, then
+ * upper-case letters, digits and _.
+ *
+ *     "Authorization: Bearer " STATION_SECRET("STRIPE_KEY")
+ */
+#define STATION_SECRET(NAME) "~station-secret~" NAME "~"
+
+/* ------------------------------------------------------------------------
  * Base64 (standard alphabet, with padding: how the ABI carries bodies)
  */
 

@@ -90,6 +90,31 @@ use std::fmt;
 
 use json::{Object, Value};
 
+/// Returns the placeholder of the secret `name`, which the module's
+/// manifest declares under `requires.secrets`. Write it where the value
+/// goes in a request (a header, or the URL or body where the manifest's
+/// `in` allows it); the station's network gate puts the value in only in
+/// requests to the hosts the secret is bound to, and the module never sees
+/// it:
+///
+/// ```ignore
+/// req.header("Authorization", &format!("Bearer {}", station::secret("STRIPE_KEY")));
+/// ```
+///
+/// Panics if `name` is not a secret name (an upper-case letter, then
+/// upper-case letters, digits and `_`, at most 64).
+pub fn secret(name: &str) -> String {
+    let b = name.as_bytes();
+    let ok = !b.is_empty()
+        && b.len() <= 64
+        && b[0].is_ascii_uppercase()
+        && b.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == b'_');
+    if !ok {
+        panic!("station::secret({:?}): a secret's name is an upper-case letter, then upper-case letters, digits and _", name);
+    }
+    format!("~station-secret~{}~", name)
+}
+
 /// What a command takes: the call's input, converted before the command
 /// runs. A conversion that fails fails the call with its message.
 pub trait FromInput: Sized {
