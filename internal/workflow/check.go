@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/yamlx"
@@ -21,6 +22,16 @@ type ModuleInfo struct {
 	// Problem, if set, is why the station would refuse to run it (for
 	// example: its manifest asks for permissions that were not approved).
 	Problem string
+	// Secrets are the secrets its manifest declares (requires.secrets).
+	Secrets []SecretInfo
+}
+
+// SecretInfo is one secret a module declares, and whether it has a value
+// (never the value).
+type SecretInfo struct {
+	Name  string
+	Hosts []string
+	Set   bool
 }
 
 // Modules looks up installed modules. The error of a module that is not
@@ -41,6 +52,10 @@ type Report struct {
 	// Problems are what makes the workflow unrunnable; empty when it can
 	// run.
 	Problems []string `json:"problems"`
+	// Warnings are what may make a step fail although the workflow can
+	// run: a secret a module declares, that no step passes, without a
+	// value.
+	Warnings []string `json:"warnings"`
 }
 
 // StepReport is one step of a Report.
@@ -58,6 +73,19 @@ type ModuleReport struct {
 	Steps       []string `json:"steps"`
 	Permissions []string `json:"permissions"`
 	Installed   bool     `json:"installed"`
+	// Secrets are the secrets the module declares, whether they have a
+	// value, and the steps that pass each by reference (secrets.NAME).
+	Secrets []SecretReport `json:"secrets,omitempty"`
+}
+
+// SecretReport is one secret of a ModuleReport.
+type SecretReport struct {
+	Name  string   `json:"name"`
+	Hosts []string `json:"hosts"`
+	Set   bool     `json:"set"`
+	// Steps pass it by reference (secrets.NAME); the module may also use
+	// it without being passed it.
+	Steps []string `json:"steps,omitempty"`
 }
 
 // LLMReport says which steps call the station's LLM provider.
@@ -77,9 +105,10 @@ var ErrCheck = errors.New("the workflow cannot run")
 // cannot be used). The Report is complete even when the error
 // (which wraps ErrCheck) lists problems.
 func Check(ctx context.Context, wf *Workflow, mods Modules, provider string, llmErr error) (*Report, error) {
-	r := &Report{Workflow: wf.Name, File: wf.File, Digest: wf.Digest, Problems: []string{}}
+	r := &Report{Workflow: wf.Name, File: wf.File, Digest: wf.Digest, Problems: []string{}, Warnings: []string{}}
 	index := map[string]int{}
 	declared := map[string][]string{}
+	secrets := map[string][]SecretInfo{}
 	for _, s := range wf.Steps {
 		r.Steps = append(r.Steps, StepReport{ID: s.ID, Uses: s.Uses, Needs: s.Deps})
 		if s.Builtin == BuiltinLLM {
@@ -107,6 +136,10 @@ func Check(ctx context.Context, wf *Workflow, mods Modules, provider string, llm
 					r.Problems = append(r.Problems, fmt.Sprintf("module %s: %s", s.Module, info.Problem))
 				}
 				declared[s.Module] = info.Commands
+				secrets[s.Module] = info.Secrets
+				for _, sec := range info.Secrets {
+					m.Secrets = append(m.Secrets, SecretReport{Name: sec.Name, Hosts: sec.Hosts, Set: sec.Set})
+				}
 			}
 		}
 		m := &r.Modules[i]
@@ -114,10 +147,18 @@ func Check(ctx context.Context, wf *Workflow, mods Modules, provider string, llm
 		if !slices.Contains(m.Commands, s.Command) {
 			m.Commands = append(m.Commands, s.Command)
 		}
+		if m.Installed {
+			checkSecrets(r, wf, s, m, secrets[s.Module])
+		}
 	}
 	for i := range r.Modules {
 		if m := &r.Modules[i]; m.Installed {
 			checkCommands(r, m, declared[m.ID])
+			for _, sec := range m.Secrets {
+				if !sec.Set && len(sec.Steps) == 0 {
+					r.Warnings = append(r.Warnings, fmt.Sprintf("module %s declares secret %s, which has no value: a call that needs it will fail (set it with: station secret set %s --module %s)", m.ID, sec.Name, sec.Name, m.ID))
+				}
+			}
 		}
 	}
 	switch {
@@ -128,6 +169,37 @@ func Check(ctx context.Context, wf *Workflow, mods Modules, provider string, llm
 		r.Problems = append(r.Problems, fmt.Sprintf("steps %v use the llm built-in, but %v", r.LLM.Steps, ErrNoLLM))
 	}
 	return r, r.err()
+}
+
+// checkSecrets reports each secret step s passes by reference
+// (secrets.NAME) that its module does not declare, or that has no value: a
+// placeholder the module may not send is refused by its network gate, and
+// one without a value fails the request, after the steps before it ran.
+func checkSecrets(r *Report, wf *Workflow, s *Step, m *ModuleReport, declared []SecretInfo) {
+	for _, ref := range s.secrets {
+		at := fmt.Sprintf("%s:%d:%d: step %s: ", wf.File, ref.Line, ref.Column, s.ID)
+		i := slices.IndexFunc(m.Secrets, func(sec SecretReport) bool { return sec.Name == ref.Name })
+		if i < 0 {
+			var names []string
+			for _, d := range declared {
+				names = append(names, d.Name)
+			}
+			slices.Sort(names)
+			has := "it declares no secrets"
+			if len(names) > 0 {
+				has = "it declares " + strings.Join(names, ", ")
+			}
+			r.Problems = append(r.Problems, fmt.Sprintf("%smodule %s does not declare secret %s (%s); a step can pass only the secrets its module declares in requires.secrets", at, m.ID, ref.Name, has))
+			continue
+		}
+		sec := &m.Secrets[i]
+		if !slices.Contains(sec.Steps, s.ID) {
+			sec.Steps = append(sec.Steps, s.ID)
+		}
+		if !sec.Set {
+			r.Problems = append(r.Problems, fmt.Sprintf("%ssecret %s of module %s has no value (set it with: station secret set %s --module %s)", at, ref.Name, m.ID, ref.Name, m.ID))
+		}
+	}
 }
 
 // checkCommands reports each command the workflow calls that the module

@@ -65,7 +65,7 @@ func (d daemonService) Start(ctx context.Context, req daemon.WorkflowRequest, ev
 		if perr != nil {
 			return nil, asWorkflow(perr)
 		}
-		res, err = d.v.resume(ctx, wf, id, send)
+		res, err = d.v.resume(ctx, wf, id, req.Inputs, send)
 	} else {
 		res, err = d.v.Start(ctx, wf, req.Inputs, send)
 	}
@@ -119,8 +119,9 @@ func (r Remote) Start(ctx context.Context, wf *Workflow, inputs map[string]any, 
 }
 
 // Resume resumes run id in the daemon, with the workflow file at file ("":
-// the path the run started from, as the daemon recorded it).
-func (r Remote) Resume(ctx context.Context, id int64, file string, events func(Event)) (*Result, error) {
+// the path the run started from, as the daemon recorded it) and the run's
+// secret inputs given again.
+func (r Remote) Resume(ctx context.Context, id int64, file string, inputs map[string]any, events func(Event)) (*Result, error) {
 	if file == "" {
 		var run store.WorkflowRun
 		if err := r.Client.WorkflowRun(ctx, strconv.FormatInt(id, 10), &run); err != nil {
@@ -135,7 +136,7 @@ func (r Remote) Resume(ctx context.Context, id int64, file string, events func(E
 	if err != nil {
 		return nil, err
 	}
-	return r.stream(ctx, daemon.WorkflowRequest{Name: file, Source: string(src), Resume: strconv.FormatInt(id, 10)}, events)
+	return r.stream(ctx, daemon.WorkflowRequest{Name: file, Source: string(src), Resume: strconv.FormatInt(id, 10), Inputs: inputs}, events)
 }
 
 func isNotFound(err error) bool {

@@ -149,7 +149,7 @@ func (d *decoder) inputs(n *yaml.Node) []Input {
 		}
 		seen[name] = k.Line
 		in := Input{Name: name, Type: TypeString}
-		var def *yaml.Node
+		var def, secretAt *yaml.Node
 		if !isNull(v) {
 			d.mapping(v, path, []field{
 				{"type", func(v *yaml.Node) {
@@ -169,7 +169,19 @@ func (d *decoder) inputs(n *yaml.Node) []Input {
 						in.Description, _ = d.Str(v, path+".description")
 					}
 				}},
+				{"secret", func(v *yaml.Node) {
+					if in.Secret, _ = d.Bool(v, path+".secret"); in.Secret {
+						secretAt = v
+					}
+				}},
 			})
+		}
+		if in.Secret && in.Type != TypeString {
+			d.Addf(secretAt, path+".secret", "a secret input is a string (this one is declared %s)", in.Type)
+		}
+		if in.Secret && def != nil {
+			d.Add(def, path+".default", "a secret input has no default: a value written in the workflow file is not secret (store it with station secret set and pass ${{ secrets.NAME }}, or give it at run time)")
+			def = nil
 		}
 		if def != nil {
 			val, ok := d.plain(def, path+".default")
@@ -482,15 +494,19 @@ func (d *decoder) graph(wf *Workflow) {
 		return yamlx.Unknown("step", id, others)
 	}
 	inputs := map[string]bool{}
+	secretInput := map[string]bool{}
 	var names []string
 	for _, in := range wf.Inputs {
 		inputs[in.Name] = true
+		secretInput[in.Name] = in.Secret
 		names = append(names, in.Name)
 	}
 	// checkExpr checks one expression's references; self is the step it
-	// belongs to ("" for the output).
-	checkExpr := func(x *Expr, path, self string, deps map[string]bool) {
+	// belongs to ("" for the output), where says what the expression is
+	// part of (whereWith, whereLLM, whereIf or whereOutput).
+	checkExpr := func(x *Expr, path, self string, deps map[string]bool, where int) {
 		n := d.exprAt[x]
+		d.checkSecrets(x, n, path, where, secretInput)
 		for _, in := range x.inputs {
 			switch {
 			case inputs[in]:
@@ -525,9 +541,27 @@ func (d *decoder) graph(wf *Workflow) {
 				deps[id] = true
 			}
 		}
-		s.With.expressions(func(x *Expr) { checkExpr(x, path+".with", s.ID, deps) })
+		where := whereWith
+		if s.Builtin == BuiltinLLM {
+			where = whereLLM
+		}
+		s.With.expressions(func(x *Expr) {
+			checkExpr(x, path+".with", s.ID, deps, where)
+			if where != whereWith {
+				return
+			}
+			for _, name := range x.secrets {
+				if !slices.ContainsFunc(s.secrets, func(r SecretRef) bool { return r.Name == name }) {
+					n := d.exprAt[x]
+					s.secrets = append(s.secrets, SecretRef{Name: name, Line: n.Line, Column: n.Column})
+				}
+				if !slices.Contains(wf.secrets, name) {
+					wf.secrets = append(wf.secrets, name)
+				}
+			}
+		})
 		if s.If != nil {
-			checkExpr(s.If, path+".if", s.ID, deps)
+			checkExpr(s.If, path+".if", s.ID, deps, whereIf)
 		}
 		for _, o := range wf.Steps {
 			if deps[o.ID] {
@@ -535,7 +569,7 @@ func (d *decoder) graph(wf *Workflow) {
 			}
 		}
 	}
-	wf.Output.expressions(func(x *Expr) { checkExpr(x, "output", "", map[string]bool{}) })
+	wf.Output.expressions(func(x *Expr) { checkExpr(x, "output", "", map[string]bool{}, whereOutput) })
 	if d.Len() > 0 {
 		return // a cycle through an unknown step says nothing useful
 	}
@@ -577,6 +611,59 @@ func (d *decoder) graph(wf *Workflow) {
 	for i := range wf.Steps {
 		if color[i] == white && !visit(i) {
 			return
+		}
+	}
+}
+
+// What an expression is part of, for checkSecrets.
+const (
+	whereWith   = iota // a module step's with
+	whereLLM           // an llm step's with
+	whereIf            // a step's if
+	whereOutput        // the workflow's output
+)
+
+// checkSecrets refuses stored secrets (secrets.NAME) anywhere but in a
+// module step's with, where the module's network gate substitutes them, and
+// secret inputs where their value would leave the station or be printed: in
+// an llm step (sent to the LLM provider) and in the output.
+func (d *decoder) checkSecrets(x *Expr, n *yaml.Node, path string, where int, secretInput map[string]bool) {
+	if len(x.secrets) > 0 {
+		ref := "secrets." + x.secrets[0]
+		switch where {
+		case whereLLM:
+			d.Addf(n, path, "${{ %s }}: an llm step cannot use %s: the station's own LLM client would send the placeholder, not the value, to its provider (pass secrets to module steps, whose network gate puts the value only in requests to the secret's hosts)", x.Source, ref)
+		case whereIf:
+			d.Addf(n, path, "${{ %s }}: a condition cannot use %s (it reads as a placeholder, never as the value; only a module step's with may pass a secret)", x.Source, ref)
+		case whereOutput:
+			d.Addf(n, path, "${{ %s }}: the output cannot hold %s (only a module step's with may pass a secret)", x.Source, ref)
+		}
+	}
+	if x.dynamicInputs && where != whereIf && len(secretInput) > 0 {
+		var names []string
+		for name, secret := range secretInput {
+			if secret {
+				names = append(names, name)
+			}
+		}
+		if len(names) > 0 {
+			slices.Sort(names)
+			d.Addf(n, path, "${{ %s }}: in a workflow with secret inputs (%s), inputs is read only as inputs.<name>: an expression that reads them otherwise could record a secret one", x.Source, strings.Join(names, ", "))
+		}
+	}
+	for _, in := range x.inputs {
+		if !secretInput[in] {
+			continue
+		}
+		switch where {
+		case whereWith:
+			if x.bare != in {
+				d.Addf(n, path, "${{ %s }}: secret input %s can only be passed as it is, ${{ inputs.%s }} (alone or inside a string): what an expression computes from it would be recorded, where it cannot be redacted", x.Source, in, in)
+			}
+		case whereLLM:
+			d.Addf(n, path, "${{ %s }}: inputs.%s is a secret input: an llm step would send its value to the LLM provider", x.Source, in)
+		case whereOutput:
+			d.Addf(n, path, "${{ %s }}: the output cannot hold secret input %s: the output is recorded and printed (where the value reads %s)", x.Source, in, Redacted)
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -178,21 +180,95 @@ func (e *Engine) Start(ctx context.Context, wf *Workflow, inputs map[string]any)
 	if err != nil {
 		return nil, fmt.Errorf("workflow %s: inputs: %w", wf.Name, err)
 	}
+	x := e.execution(wf)
+	// What is stored is what a resume will see, exactly: the inputs
+	// with each secret one's value replaced by Redacted.
+	var values []string
+	shown := make(map[string]any, len(resolved))
+	for name, v := range resolved {
+		shown[name] = v
+		if in := wf.Input(name); in.Secret {
+			if sv, _ := v.(string); sv != "" {
+				values = append(values, sv)
+				shown[name] = Redacted
+			}
+		}
+	}
+	x.red = newRedactor(values)
+	stored := raw
+	if x.red != nil {
+		if stored, err = toJSON(shown); err != nil {
+			return nil, fmt.Errorf("workflow %s: inputs: %w", wf.Name, err)
+		}
+		stored = x.red.json(stored)
+	}
 	steps := make([]store.NewWorkflowStep, len(wf.Steps))
 	for i, s := range wf.Steps {
 		steps[i] = store.NewWorkflowStep{Step: s.ID, Uses: s.Uses}
 	}
-	x := e.execution(wf)
 	id, err := e.Store.CreateWorkflowRun(ctx, store.NewWorkflowRun{
-		Workflow: wf.Name, File: wf.File, Digest: wf.Digest, Inputs: raw, Owner: x.owner, Steps: steps, At: e.now(),
+		Workflow: wf.Name, File: wf.File, Digest: wf.Digest, Inputs: stored, Owner: x.owner, Steps: steps, At: e.now(),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("workflow %s: %w", wf.Name, err)
+		return nil, fmt.Errorf("workflow %s: %w", wf.Name, x.red.err(err))
 	}
 	x.runID = id
-	x.inputs, _ = fromJSON(raw) // the stored form, exactly as a resume will see it
+	x.inputs, _ = fromJSON(raw) // as a resume will see them, secret inputs given again
+	x.shown, _ = fromJSON(stored)
 	e.emit(Event{Kind: EventRunStarted, RunID: id, Workflow: wf.Name})
 	return x.run(ctx)
+}
+
+// resumeInputs returns the inputs of a resumed run: the stored ones, with
+// the secret ones (stored as Redacted) given again in given, which may hold
+// nothing else.
+func resumeInputs(wf *Workflow, id int64, stored any, given map[string]any) (any, *redactor, error) {
+	m, ok := stored.(map[string]any)
+	if !ok {
+		if len(given) > 0 {
+			return nil, nil, fmt.Errorf("resume run %d: the run has no inputs to give again", id)
+		}
+		return stored, nil, nil
+	}
+	var errs []error
+	for _, name := range sortedKeys(given) {
+		in := wf.Input(name)
+		switch {
+		case in == nil || !in.Secret:
+			errs = append(errs, fmt.Errorf("resume run %d: the run keeps the inputs it started with; only secret inputs, which are not stored, are given again (%s is not one)", id, quote(name)))
+		case m[name] != Redacted:
+			errs = append(errs, fmt.Errorf("resume run %d: secret input %s was not given when the run started, so it is not given again", id, name))
+		}
+	}
+	real := make(map[string]any, len(m))
+	var values []string
+	for name, v := range m {
+		real[name] = v
+		in := wf.Input(name)
+		if in == nil || !in.Secret || v != Redacted {
+			continue
+		}
+		g, ok := given[name]
+		if !ok {
+			errs = append(errs, fmt.Errorf("resume run %d: secret input %s is not stored: give it again (station workflow resume %d --input %s=VALUE, or --inputs)", id, name, id, name))
+			continue
+		}
+		g = numbers(g)
+		if err := checkSecretInput(in, g); err != nil {
+			errs = append(errs, fmt.Errorf("resume run %d: %w", id, err))
+			continue
+		}
+		if g == nil || g == "" {
+			errs = append(errs, fmt.Errorf("resume run %d: secret input %s was given when the run started: give it again, not empty", id, name))
+			continue
+		}
+		real[name] = g
+		values = append(values, g.(string))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, nil, err
+	}
+	return real, newRedactor(values), nil
 }
 
 // ErrChanged is wrapped by Resume's error when the workflow file is not
@@ -203,8 +279,29 @@ var ErrChanged = store.ErrDigestChanged
 // failed with continue_on_error) keep their outputs and are not run again;
 // the others run as in a new run. The run must be interrupted or failed, and
 // wf must be the file the run started with (same digest).
-func (e *Engine) Resume(ctx context.Context, wf *Workflow, id int64) (*Result, error) {
+//
+// A run's secret inputs are not stored: given holds them again (and
+// nothing else). A run whose secret inputs are missing from given is not
+// claimed.
+func (e *Engine) Resume(ctx context.Context, wf *Workflow, id int64, given map[string]any) (*Result, error) {
 	x := e.execution(wf)
+	if len(given) > 0 || wf.hasSecretInputs() {
+		// Check what is given before the run is claimed (a claim counts a
+		// resume): the stored inputs are read again from the claim.
+		run, err := e.Store.WorkflowRun(ctx, id)
+		if err != nil {
+			return nil, err
+		}
+		if run.Digest == wf.Digest {
+			stored, err := fromJSON(run.Inputs)
+			if err != nil {
+				return nil, fmt.Errorf("resume run %d: stored inputs: %w", id, err)
+			}
+			if _, _, err := resumeInputs(wf, id, stored, given); err != nil {
+				return nil, err
+			}
+		}
+	}
 	run, err := e.Store.ClaimWorkflowRun(ctx, id, x.owner, wf.Digest, e.now())
 	if errors.Is(err, store.ErrDigestChanged) {
 		return nil, fmt.Errorf("resume run %d: %s changed since the run started, and a resumed run must run the same steps (start a new run with: station workflow run %s): %w", id, wf.File, wf.File, err)
@@ -213,8 +310,17 @@ func (e *Engine) Resume(ctx context.Context, wf *Workflow, id int64) (*Result, e
 		return nil, err
 	}
 	x.runID = id
-	if x.inputs, err = fromJSON(run.Inputs); err != nil {
+	if x.shown, err = fromJSON(run.Inputs); err != nil {
 		return nil, fmt.Errorf("resume run %d: stored inputs: %w", id, err)
+	}
+	if x.inputs, x.red, err = resumeInputs(wf, id, x.shown, given); err != nil {
+		// Checked before the claim; the run stays as it was claimed,
+		// failed, for another resume.
+		wctx := context.WithoutCancel(ctx)
+		if ferr := e.Store.FinishWorkflowRun(wctx, id, x.owner, store.RunFailed, nil, err.Error(), e.now()); ferr != nil {
+			return nil, errors.Join(err, ferr)
+		}
+		return &Result{RunID: id, Status: store.RunFailed}, err
 	}
 	e.emit(Event{Kind: EventRunResumed, RunID: id, Workflow: wf.Name})
 	for _, st := range run.Steps {
@@ -245,6 +351,11 @@ type execution struct {
 	runID  int64
 	owner  string
 	inputs any
+	// shown are the inputs as recorded: secret ones Redacted; red takes
+	// the secret inputs' values out of what the run records and shows
+	// (nil when it has none).
+	shown any
+	red   *redactor
 
 	mu       sync.Mutex
 	done     map[string]StepValue       // finished steps
@@ -265,7 +376,32 @@ func (x *execution) env() *Env {
 		steps[id] = v
 	}
 	in, _ := x.inputs.(map[string]any)
-	return &Env{Inputs: in, Steps: steps}
+	return &Env{Inputs: in, Steps: steps, Secrets: x.wf.secrets}
+}
+
+// shownEnv is env with the inputs as recorded (secret ones Redacted): what
+// llm steps and the output are rendered from, and a module step's input is
+// recorded from. It is env when the run has no secret input.
+func (x *execution) shownEnv(env *Env) *Env {
+	if x.red == nil {
+		return env
+	}
+	in, _ := x.shown.(map[string]any)
+	return &Env{Inputs: in, Steps: env.Steps, Secrets: env.Secrets}
+}
+
+// hide returns err, an error of an expression evaluated with the secret
+// inputs' values, as it can be recorded: the error the same evaluation
+// gives on the recorded inputs (again returns it), which cannot quote a
+// value even transformed, or else one that says only what failed.
+func (x *execution) hide(err error, again func() error) error {
+	if x.red == nil || err == nil {
+		return err
+	}
+	if e := again(); e != nil {
+		return x.red.err(e)
+	}
+	return errors.New("an expression failed on the value of a secret input (its error is not recorded: it could quote the value)")
 }
 
 // stepEnd is what a step's goroutine reports.
@@ -332,6 +468,7 @@ func (x *execution) run(ctx context.Context) (*Result, error) {
 	res := &Result{RunID: x.runID}
 	finish := func(status store.RunStatus, output []byte, err error) (*Result, error) {
 		res.Status = status
+		output, err = x.red.json(output), x.red.err(err)
 		msg := ""
 		if err != nil {
 			msg = err.Error()
@@ -350,7 +487,7 @@ func (x *execution) run(ctx context.Context) (*Result, error) {
 		// The store failed: recording more would likely fail too. The run
 		// stays running until Recover finds its process gone.
 		res.Status = store.RunRunning
-		return res, fmt.Errorf("workflow %s: run %d: %w", x.wf.Name, x.runID, fatal)
+		return res, x.red.err(fmt.Errorf("workflow %s: run %d: %w", x.wf.Name, x.runID, fatal))
 	case interrupted || (ctx.Err() != nil && failure == nil && !x.allDone()):
 		return finish(store.RunInterrupted, nil, fmt.Errorf("workflow %s: run %d interrupted (resume it with: station workflow resume %d): %w", x.wf.Name, x.runID, x.runID, context.Cause(ctx)))
 	case failure != nil:
@@ -398,7 +535,8 @@ func (x *execution) allDone() bool {
 // output renders the run's output.
 func (x *execution) output() ([]byte, error) {
 	if x.wf.Output != nil {
-		return x.wf.Output.RenderJSON(x.env())
+		env := x.env()
+		return x.wf.Output.RenderJSON(x.shownEnv(env))
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
@@ -415,9 +553,11 @@ func (x *execution) step(ctx context.Context, s *Step) stepEnd {
 	e := x.e
 	wctx := context.WithoutCancel(ctx)
 	env := x.env()
+	shown := x.shownEnv(env)
 	if s.If != nil {
 		run, err := s.If.EvalBool(env)
 		if err != nil {
+			err = x.hide(err, func() error { _, err := s.If.EvalBool(shown); return err })
 			return x.failEarly(wctx, s, fmt.Errorf("if: %w", err))
 		}
 		if !run {
@@ -428,12 +568,29 @@ func (x *execution) step(ctx context.Context, s *Step) stepEnd {
 			return stepEnd{step: s, value: StepValue{Status: string(store.StepSkipped)}}
 		}
 	}
+	// input is what the step is given; recorded what the run records
+	// of it, rendered from the recorded inputs.
 	input := []byte("{}")
+	recorded := input
 	if s.With != nil {
 		var err error
-		if input, err = s.With.RenderJSON(env); err != nil {
+		if s.Builtin == BuiltinLLM {
+			input, err = s.With.RenderJSON(shown)
+			recorded = input
+		} else if input, err = s.With.RenderJSON(env); err == nil {
+			recorded = input
+			if x.red != nil {
+				if recorded, err = s.With.RenderJSON(shown); err != nil {
+					recorded, err = []byte(strconv.Quote(Redacted)), nil
+				}
+			}
+		} else {
+			err = x.hide(err, func() error { _, err := s.With.RenderJSON(shown); return err })
+		}
+		if err != nil {
 			return x.failEarly(wctx, s, fmt.Errorf("with: %w", err))
 		}
+		recorded = x.red.json(recorded)
 	}
 	x.mu.Lock()
 	first := x.attempts[s.ID] + 1
@@ -441,7 +598,7 @@ func (x *execution) step(ctx context.Context, s *Step) stepEnd {
 	for attempt := first; ; attempt++ {
 		trace := Trace(x.runID, s.ID, attempt)
 		at := e.now()
-		if err := e.Store.StartStepAttempt(wctx, store.AttemptStart{RunID: x.runID, Owner: x.owner, Step: s.ID, Attempt: attempt, Trace: trace, Input: input, At: at}); err != nil {
+		if err := e.Store.StartStepAttempt(wctx, store.AttemptStart{RunID: x.runID, Owner: x.owner, Step: s.ID, Attempt: attempt, Trace: trace, Input: recorded, At: at}); err != nil {
 			return stepEnd{step: s, fatal: err}
 		}
 		x.mu.Lock()
@@ -450,6 +607,11 @@ func (x *execution) step(ctx context.Context, s *Step) stepEnd {
 		e.emit(Event{Kind: EventStepStarted, RunID: x.runID, Step: s.ID, Uses: s.Uses, Attempt: attempt, Time: at})
 		out, usage, err := x.call(ctx, s, input, trace)
 		took := e.now().Sub(at)
+		// What a step returns is redacted before anything records or
+		// uses it: the steps after it, and a resume, see the same output.
+		out = x.red.json(out)
+		kind, again := errorKind(err), err != nil && retryable(err)
+		err = x.red.err(err)
 		end := store.AttemptEnd{RunID: x.runID, Owner: x.owner, Step: s.ID, Attempt: attempt, Usage: usage, Output: out}
 		if err != nil && ctx.Err() != nil {
 			// The run was stopped, not the step: the attempt stays
@@ -461,11 +623,11 @@ func (x *execution) step(ctx context.Context, s *Step) stepEnd {
 			return stepEnd{step: s, interrupted: true}
 		}
 		tries := attempt - first + 1
-		retry := err != nil && retryable(err) && tries < s.Retry.Attempts
+		retry := again && tries < s.Retry.Attempts
 		end.Final = !retry
 		end.At = e.now()
 		if err != nil {
-			end.Err, end.ErrKind = err.Error(), errorKind(err)
+			end.Err, end.ErrKind = err.Error(), kind
 			end.Continued = end.Final && s.ContinueOnError
 		}
 		if ferr := e.Store.FinishStepAttempt(wctx, end); ferr != nil {
@@ -588,4 +750,13 @@ func retryable(err error) bool {
 		return false
 	}
 	return true
+}
+
+func sortedKeys(m map[string]any) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

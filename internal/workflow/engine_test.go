@@ -505,7 +505,7 @@ output: ${{ steps.b.output }}
 
 	h.reopen()
 	block.Store(false)
-	res2, err := h.engine().Resume(context.Background(), wf, res.RunID)
+	res2, err := h.engine().Resume(context.Background(), wf, res.RunID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -523,7 +523,7 @@ output: ${{ steps.b.output }}
 		t.Errorf("attempt log = %+v", log)
 	}
 	// A finished run cannot be resumed; a changed file is refused.
-	if _, err := h.engine().Resume(context.Background(), wf, res.RunID); err == nil || !strings.Contains(err.Error(), "succeeded") {
+	if _, err := h.engine().Resume(context.Background(), wf, res.RunID, nil); err == nil || !strings.Contains(err.Error(), "succeeded") {
 		t.Errorf("resume of a finished run: %v", err)
 	}
 }
@@ -614,7 +614,7 @@ output: ${{ steps.c.output }}
 	}
 	// Resuming a run that looks alive is refused; recovery finds its
 	// process gone.
-	if _, err := h.engine().Resume(context.Background(), wf, res.RunID); err == nil || !strings.Contains(err.Error(), "still running") {
+	if _, err := h.engine().Resume(context.Background(), wf, res.RunID, nil); err == nil || !strings.Contains(err.Error(), "still running") {
 		t.Fatalf("resume of a running run: %v", err)
 	}
 	rec := h.engine()
@@ -634,10 +634,10 @@ steps:
   - {id: c, uses: c/c run, with: ["${{ steps.a.output }}", "${{ steps.b.output }}"]}
 output: ${{ steps.c.output }}
 `, "\noutput:", "\n# edited\noutput:", 1))
-	if _, err := h.engine().Resume(context.Background(), changed, res.RunID); !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "changed since the run started") {
+	if _, err := h.engine().Resume(context.Background(), changed, res.RunID, nil); !errors.Is(err, ErrChanged) || !strings.Contains(err.Error(), "changed since the run started") {
 		t.Errorf("resume with a changed file: %v", err)
 	}
-	res2, err := h.engine().Resume(context.Background(), wf, res.RunID)
+	res2, err := h.engine().Resume(context.Background(), wf, res.RunID, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

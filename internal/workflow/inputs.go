@@ -114,6 +114,12 @@ func (w *Workflow) ResolveInputs(given map[string]any) (map[string]any, error) {
 			errs = append(errs, fmt.Errorf("input %s: %w", name, err))
 			continue
 		}
+		if in.Secret {
+			if err := checkSecretInput(in, v); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+		}
 		out[name] = v
 	}
 	for _, in := range w.Inputs {

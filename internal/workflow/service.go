@@ -89,8 +89,9 @@ func (v *Service) Start(ctx context.Context, wf *Workflow, inputs map[string]any
 
 // Resume resumes run id from its first unfinished step, with the workflow
 // file at file ("": the path the run started from), which must be the one
-// the run started with.
-func (v *Service) Resume(ctx context.Context, id int64, file string, events func(Event)) (*Result, error) {
+// the run started with. inputs are the run's secret inputs, given again
+// (they are not stored); nil when it has none.
+func (v *Service) Resume(ctx context.Context, id int64, file string, inputs map[string]any, events func(Event)) (*Result, error) {
 	if file == "" {
 		run, err := v.run(ctx, id)
 		if err != nil {
@@ -102,17 +103,17 @@ func (v *Service) Resume(ctx context.Context, id int64, file string, events func
 	if err != nil {
 		return nil, err
 	}
-	return v.resume(ctx, wf, id, events)
+	return v.resume(ctx, wf, id, inputs, events)
 }
 
-func (v *Service) resume(ctx context.Context, wf *Workflow, id int64, events func(Event)) (*Result, error) {
+func (v *Service) resume(ctx context.Context, wf *Workflow, id int64, inputs map[string]any, events func(Event)) (*Result, error) {
 	if _, err := v.Check(ctx, wf); err != nil {
 		return nil, err
 	}
 	if _, err := v.Engine.Recover(ctx); err != nil {
 		return nil, err
 	}
-	return v.engine(events).Resume(ctx, wf, id)
+	return v.engine(events).Resume(ctx, wf, id, inputs)
 }
 
 // engine is a copy of the engine with its own event sink, for one run.
@@ -195,6 +196,13 @@ func (m stationModules) Module(ctx context.Context, id string) (*ModuleInfo, err
 		info.Permissions = in.Approved.Describe(m.s.ChildConfinement(in.Approved))
 		for _, c := range in.Manifest.Commands {
 			info.Commands = append(info.Commands, c.Name)
+		}
+		for _, sec := range in.Manifest.Requires.Secrets {
+			_, set, lerr := m.s.Secrets.Lookup(id, sec.Name)
+			if lerr != nil {
+				return nil, fmt.Errorf("module %s: secret %s: %w", id, sec.Name, lerr)
+			}
+			info.Secrets = append(info.Secrets, SecretInfo{Name: sec.Name, Hosts: sec.Hosts, Set: set})
 		}
 	}
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,16 +34,26 @@ type serviceWorld struct {
 	svc   *workflow.Service
 	evil  *fixture.Server
 	files string
+	// auth are the Authorization headers the fake Stripe received.
+	mu   sync.Mutex
+	auth []string
 }
+
+// stripeKey is the value of STRIPE_KEY stored for dave/stripe-invoicing
+// in a serviceWorld.
+const stripeKey = "sk_test_stored_9f8e7d6c5b4a"
 
 func newServiceWorld(t *testing.T, withLLM bool) *serviceWorld {
 	t.Helper()
 	home := t.TempDir()
 	ca := fixture.NewCA(t)
-	stripe := ca.TLSServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		fmt.Fprint(w, `{"id":"in_1","status":"draft","amount_due":1200,"currency":"eur"}`)
-	}), "api.stripe.com")
 	w := &serviceWorld{files: t.TempDir()}
+	stripe := ca.TLSServer(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		w.mu.Lock()
+		w.auth = append(w.auth, r.Header.Get("Authorization"))
+		w.mu.Unlock()
+		fmt.Fprint(rw, `{"id":"in_1","status":"draft","amount_due":1200,"currency":"eur"}`)
+	}), "api.stripe.com")
 	w.evil = ca.TLSServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), "evil.example")
 	cfg := fmt.Sprintf("network:\n  resolve: [\"api.stripe.com:443=%s\", \"evil.example:443=%s\"]\n  extra_ca: %s\n  allow_private: [127.0.0.0/8]\n",
 		stripe.Addr, w.evil.Addr, ca.WriteFile(t, home))
@@ -73,10 +84,19 @@ func newServiceWorld(t *testing.T, withLLM bool) *serviceWorld {
 			t.Fatalf("install %s: %v", ex, err)
 		}
 	}
+	if err := st.SetSecret(context.Background(), "dave/stripe-invoicing", "STRIPE_KEY", []byte(stripeKey)); err != nil {
+		t.Fatal(err)
+	}
 	if w.svc, err = workflow.NewService(context.Background(), st, getenv); err != nil {
 		t.Fatal(err)
 	}
 	return w
+}
+
+func (w *serviceWorld) authorizations() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]string(nil), w.auth...)
 }
 
 func (w *serviceWorld) file(t *testing.T, name, src string) *workflow.Workflow {
@@ -148,7 +168,7 @@ func TestServiceViolationAndResume(t *testing.T) {
 	}
 
 	ev = events{}
-	if _, err := w.svc.Resume(ctx, res.RunID, "", ev.add); !errors.As(err, &v) {
+	if _, err := w.svc.Resume(ctx, res.RunID, "", nil, ev.add); !errors.As(err, &v) {
 		t.Fatalf("resume: %v, want the violation again", err)
 	}
 	if got := strings.Join(ev.got, "; "); !strings.Contains(got, "step_reused greeting 0") || !strings.Contains(got, "step_started steal 2") || strings.Contains(got, "step_started greeting") {
@@ -159,7 +179,7 @@ func TestServiceViolationAndResume(t *testing.T) {
 	}
 
 	w.file(t, "steal.yaml", stealWorkflow+"# edited\n")
-	if _, err := w.svc.Resume(ctx, res.RunID, "", nil); !errors.Is(err, workflow.ErrChanged) || !strings.Contains(err.Error(), "changed since the run started") {
+	if _, err := w.svc.Resume(ctx, res.RunID, "", nil, nil); !errors.Is(err, workflow.ErrChanged) || !strings.Contains(err.Error(), "changed since the run started") {
 		t.Errorf("resume of a changed file: %v", err)
 	}
 }
@@ -199,7 +219,7 @@ func TestServiceRefusesWhatCheckRefuses(t *testing.T) {
 
 	for _, err := range []error{
 		func() error { _, err := w.svc.Show(ctx, 42); return err }(),
-		func() error { _, err := w.svc.Resume(ctx, 42, "", nil); return err }(),
+		func() error { _, err := w.svc.Resume(ctx, 42, "", nil, nil); return err }(),
 	} {
 		if !errors.Is(err, workflow.ErrNoRun) || !errors.Is(err, store.ErrNotFound) || !strings.Contains(err.Error(), "workflow run 42: not found") {
 			t.Errorf("unknown run: %v, want ErrNoRun and store.ErrNotFound", err)
@@ -252,7 +272,7 @@ inputs:
 steps:
   - id: invoice
     uses: dave/stripe-invoicing create-invoice
-    with: {api_key: sk_test_1, customer: "${{ inputs.customer }}"}
+    with: {customer: "${{ inputs.customer }}"}
   - id: note
     uses: llm
     with: {prompt: "Invoice ${{ steps.invoice.output.id }}"}
@@ -267,6 +287,11 @@ output:
 	}
 	if res.Status != store.RunSucceeded || res.RunID != 1 || string(res.Output) != `{"invoice":"in_1","note":"echo: Invoice in_1"}` {
 		t.Errorf("result %+v (output %s)", res, res.Output)
+	}
+	// The module used its own secret: Stripe saw the stored value, which
+	// neither the workflow nor the module held.
+	if got := w.authorizations(); len(got) != 1 || got[0] != "Bearer "+stripeKey {
+		t.Errorf("Stripe saw Authorization %q, want the stored key", got)
 	}
 	if got := strings.Join(ev.got, "; "); got != "run_started  0; step_started invoice 1; step_succeeded invoice 1; step_started note 1; step_succeeded note 1; run_finished  0" {
 		t.Errorf("events: %s", got)
@@ -285,10 +310,10 @@ output:
 		t.Fatalf("a step's violation through the daemon: %v (%+v)", err, res)
 	}
 	ev = events{}
-	if _, err := remote.Resume(ctx, res.RunID, "", ev.add); !errors.As(err, &v) || !strings.Contains(strings.Join(ev.got, "; "), "step_started steal 2") {
+	if _, err := remote.Resume(ctx, res.RunID, "", nil, ev.add); !errors.As(err, &v) || !strings.Contains(strings.Join(ev.got, "; "), "step_started steal 2") {
 		t.Errorf("resume through the daemon: %v, events %v", err, ev.got)
 	}
-	if _, err := remote.Resume(ctx, 42, "", nil); !errors.Is(err, workflow.ErrNoRun) {
+	if _, err := remote.Resume(ctx, 42, "", nil, nil); !errors.Is(err, workflow.ErrNoRun) {
 		t.Errorf("resume of an unknown run: %v, want ErrNoRun", err)
 	}
 	if n := w.evil.Accepted(); n != 0 {

@@ -15,6 +15,8 @@ import (
 	"github.com/expr-lang/expr/file"
 	"github.com/expr-lang/expr/parser"
 	"github.com/expr-lang/expr/vm"
+
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // Bounds on expressions (see RATIONALE.md, "Why expr, and how
@@ -48,6 +50,7 @@ var disabled = []string{"now", "date", "timezone"}
 var compileEnv = map[string]any{
 	"inputs":  map[string]any{},
 	"steps":   map[string]any{},
+	"secrets": map[string]any{},
 	budgetVar: (*budget)(nil),
 }
 
@@ -61,18 +64,28 @@ type Expr struct {
 	// themselves (bounds.go).
 	static int
 	// steps are the step ids it references (steps.<id>), inputs the input
-	// names (inputs.<name>).
-	steps  []string
-	inputs []string
+	// names (inputs.<name>), secrets the stored secrets (secrets.<NAME>).
+	steps   []string
+	inputs  []string
+	secrets []string
+	// bare is the input's name when the expression is only inputs.<name>;
+	// dynamicInputs marks an expression that reads inputs other than as
+	// inputs.<name> (inputs[k], the whole inputs object).
+	bare          string
+	dynamicInputs bool
 }
 
 // refs collects what an expression references, and refuses what the
 // station reserves and dynamic references to steps.
 type refs struct {
-	steps, inputs []string
-	stepsIdents   int // identifiers "steps"
-	stepsNamed    int // ... used as steps.<id>
-	errs          []string
+	steps, inputs, secrets []string
+	stepsIdents            int // identifiers "steps"
+	stepsNamed             int // ... used as steps.<id>
+	inputsIdents           int // identifiers "inputs"
+	inputsNamed            int // ... used as inputs.<name>
+	secretsIdents          int // identifiers "secrets"
+	secretsNamed           int // ... used as secrets.<NAME>
+	errs                   []string
 }
 
 func (r *refs) Visit(node *ast.Node) {
@@ -81,8 +94,13 @@ func (r *refs) Visit(node *ast.Node) {
 		if strings.HasPrefix(n.Value, "__") {
 			r.errs = append(r.errs, fmt.Sprintf("names starting with __ are reserved (%s)", n.Value))
 		}
-		if n.Value == "steps" {
+		switch n.Value {
+		case "steps":
 			r.stepsIdents++
+		case "secrets":
+			r.secretsIdents++
+		case "inputs":
+			r.inputsIdents++
 		}
 	case *ast.MemberNode:
 		id, ok := n.Node.(*ast.IdentifierNode)
@@ -95,7 +113,14 @@ func (r *refs) Visit(node *ast.Node) {
 			r.stepsNamed++
 			r.steps = append(r.steps, prop.Value)
 		case id.Value == "inputs" && isStr:
+			r.inputsNamed++
 			r.inputs = append(r.inputs, prop.Value)
+		case id.Value == "secrets" && isStr:
+			r.secretsNamed++
+			if msg := abi.CheckSecretName(prop.Value); msg != "" {
+				r.errs = append(r.errs, fmt.Sprintf("secrets.%s: %s", prop.Value, msg))
+			}
+			r.secrets = append(r.secrets, prop.Value)
 		}
 	}
 }
@@ -128,6 +153,9 @@ func compileExpr(src string) (*Expr, error) {
 	if r.stepsIdents > r.stepsNamed {
 		return nil, errors.New("steps must be followed by a step id, as in steps.invoice.output")
 	}
+	if r.secretsIdents > r.secretsNamed {
+		return nil, errors.New("secrets must be followed by a secret's name, as in secrets.STRIPE_KEY")
+	}
 	keep := &foldable{keep: map[ast.Node]bool{}}
 	g := &growth{keep: keep.keep}
 	b := &bound{}
@@ -146,7 +174,27 @@ func compileExpr(src string) (*Expr, error) {
 	if b.root != nil {
 		cost = static(*b.root, &once) + once
 	}
-	return &Expr{Source: strings.TrimSpace(src), prog: prog, static: cost, steps: uniq(r.steps), inputs: uniq(r.inputs)}, nil
+	return &Expr{Source: strings.TrimSpace(src), prog: prog, static: cost, steps: uniq(r.steps), inputs: uniq(r.inputs), secrets: uniq(r.secrets),
+		bare: bareInput(src), dynamicInputs: r.inputsIdents > r.inputsNamed}, nil
+}
+
+// bareInput returns name when src is only inputs.<name> (or
+// inputs["<name>"]), else "".
+func bareInput(src string) string {
+	tree, err := parser.ParseWithConfig(src, &conf.Config{MaxNodes: maxNodes})
+	if err != nil {
+		return ""
+	}
+	m, ok := tree.Node.(*ast.MemberNode)
+	if !ok || m.Optional || m.Method {
+		return ""
+	}
+	id, ok := m.Node.(*ast.IdentifierNode)
+	prop, isStr := m.Property.(*ast.StringNode)
+	if !ok || !isStr || id.Value != "inputs" {
+		return ""
+	}
+	return prop.Value
 }
 
 // checkPatterns bounds the constant patterns of src (x matches "..."),
@@ -235,11 +283,14 @@ func uniq(ss []string) []string {
 	return out
 }
 
-// Env is what expressions see: the run's inputs and the steps that have
-// finished.
+// Env is what expressions see: the run's inputs, the steps that have
+// finished, and the stored secrets the workflow references.
 type Env struct {
 	Inputs map[string]any
 	Steps  map[string]StepValue
+	// Secrets are the names secrets.NAME may take; each evaluates to the
+	// secret's placeholder (abi.SecretPlaceholder), never to its value.
+	Secrets []string
 }
 
 // StepValue is what steps.<id> holds for a finished step.
@@ -258,7 +309,11 @@ func (e *Env) vars() map[string]any {
 	if inputs == nil {
 		inputs = map[string]any{}
 	}
-	return map[string]any{"inputs": inputs, "steps": steps}
+	secrets := make(map[string]any, len(e.Secrets))
+	for _, name := range e.Secrets {
+		secrets[name] = abi.SecretPlaceholder(name)
+	}
+	return map[string]any{"inputs": inputs, "steps": steps, "secrets": secrets}
 }
 
 // maxMessage bounds the message of an expression's error: a message of

@@ -44,6 +44,9 @@ type Workflow struct {
 	Output *Template
 	// MaxParallel bounds how many steps run at once.
 	MaxParallel int
+
+	// secrets are the names of the stored secrets the steps reference.
+	secrets []string
 }
 
 // Input types.
@@ -65,6 +68,10 @@ type Input struct {
 	Default     any // the decoded default; nil with HasDefault false when none
 	HasDefault  bool
 	Description string
+	// Secret marks an input whose value is redacted wherever the run is
+	// recorded or shown (Redacted), and not stored: a resume is given it
+	// again. A secret input is a string without a default.
+	Secret bool
 }
 
 // The built-in steps.
@@ -94,7 +101,21 @@ type Step struct {
 	ContinueOnError bool
 
 	line, col int
+	// secrets are the stored secrets the step's with references
+	// (secrets.NAME), where each is written.
+	secrets []SecretRef
 }
+
+// SecretRef is one reference to a stored secret (secrets.NAME) in a
+// step's with, and where it is written.
+type SecretRef struct {
+	Name         string
+	Line, Column int
+}
+
+// Secrets returns the stored secrets the step passes by reference, one
+// per name, first reference first.
+func (s *Step) Secrets() []SecretRef { return s.secrets }
 
 // Retry says how often a failed step is tried and how long to wait between
 // tries: Backoff after the first failure, doubling up to MaxBackoff.
@@ -162,4 +183,14 @@ func (w *Workflow) Step(id string) *Step {
 		}
 	}
 	return nil
+}
+
+// hasSecretInputs reports whether w declares a secret input.
+func (w *Workflow) hasSecretInputs() bool {
+	for _, in := range w.Inputs {
+		if in.Secret {
+			return true
+		}
+	}
+	return false
 }

@@ -33,7 +33,10 @@ depends on, every module with the commands the workflow calls and the
 permissions the operator approved for it, and the LLM provider llm steps use.
 It fails if a module is not installed, lacks a command, or is not runnable as
 approved (its manifest asks for more than was approved, or its file changed),
-or if llm steps have no provider.
+if llm steps have no provider, or if a step passes a stored secret
+(${{ secrets.NAME }}) that its module does not declare or that has no value
+(station secret set NAME --module ID). A secret a module declares, that no
+step passes and that has no value, is a warning: the module may need it.
 
 With --json the report is printed as JSON (its "problems" are empty when the
 workflow can run); the exit code is the same.`,
@@ -105,6 +108,17 @@ func (r Report) Text(w io.Writer) error {
 		}
 		fmt.Fprintf(w, "  %s %s — commands %s (steps %s)\n", cmdutil.TermText(m.ID), cmdutil.TermText(m.Version), list(m.Commands), list(m.Steps))
 		cmdutil.PrintPermissions(w, "    - ", "        ", m.Permissions)
+		for _, sec := range m.Secrets {
+			set := "set"
+			if !sec.Set {
+				set = "NOT SET"
+			}
+			passed := ""
+			if len(sec.Steps) > 0 {
+				passed = " (passed by steps " + list(sec.Steps) + ")"
+			}
+			fmt.Fprintf(w, "    secret %s, sent only to %s: %s%s\n", cmdutil.TermText(sec.Name), list(sec.Hosts), set, passed)
+		}
 	}
 	if r.LLM != nil {
 		p := cmdutil.TermText(r.LLM.Provider)
@@ -112,6 +126,9 @@ func (r Report) Text(w io.Writer) error {
 			p = "NONE CONFIGURED"
 		}
 		fmt.Fprintf(w, "llm (steps %s): the station's own provider, %s; no module's policy applies to it\n", list(r.LLM.Steps), p)
+	}
+	for _, warn := range r.Warnings {
+		fmt.Fprintf(w, "warning: %s\n", cmdutil.TermText(warn))
 	}
 	if len(r.Problems) == 0 {
 		_, err := fmt.Fprintln(w, "ok: the workflow can run")

@@ -42,14 +42,22 @@ of the wrong type is a usage error (exit code 2) that names it, before
 anything runs. If a station daemon (station serve)
 is running, the run goes through it; otherwise it runs in this process.
 
+An input declared secret: true is passed to the steps that use it and reads
+` + workflow.Redacted + ` in what the run records and prints (its value is not stored; give
+it again to station workflow resume). Prefer --inputs @FILE or --inputs - for
+it: a value on the command line is seen by other users of the machine and
+kept in the shell's history. A stored secret (station secret set) is better
+still: a step passes it as ${{ secrets.NAME }} and its module never sees it.
+
 A run stopped by Ctrl-C or a crash can be resumed with station workflow
 resume RUN.
 
 Exit codes: 0 ok, 1 error or failed step, 2 usage, 3 a step failed on a
 sandbox violation, 4 a step's module crashed or timed out.`,
-		Example: `  station workflow run examples/workflows/invoice.yaml --input customer=cus_42 --input api_key=sk_test_1
+		Example: `  station secret set STRIPE_KEY --module dave/stripe-invoicing
+  station workflow run examples/workflows/invoice.yaml --input customer=cus_42
   station workflow run nightly.yaml --inputs @inputs.json --json
-  echo '{"customer":"cus_42","api_key":"sk_test_1"}' | station workflow run examples/workflows/invoice.yaml --inputs -`,
+  echo '{"customer":"cus_42"}' | station workflow run examples/workflows/invoice.yaml --inputs -`,
 		Args: cmdutil.ExactArgs(1, "FILE"),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			opts.File = args[0]

@@ -30,9 +30,15 @@ outputs by ${{ expression }} templates. See docs/workflows.md.
 
 Every module call of a step goes through the same dispatch as station run,
 under the module's approved permissions. Runs are recorded as they progress;
-a run that stopped (Ctrl-C, a crash) resumes from its first unfinished step.`,
+a run that stopped (Ctrl-C, a crash) resumes from its first unfinished step.
+
+An API key is best a stored secret (station secret set), which a step passes
+by reference as ${{ secrets.NAME }}: its module never sees the value, only
+its network gate does, for the hosts the secret is bound to. An input
+declared secret: true is given to the modules that use it, and reads
+` + workflow.Redacted + ` in every run record, listing and progress line.`,
 		Example: `  station workflow check examples/workflows/invoice.yaml
-  station workflow run examples/workflows/invoice.yaml --input customer=cus_42 --input api_key=sk_test_1
+  station workflow run examples/workflows/invoice.yaml --input customer=cus_42
   station workflow runs
   station workflow show 1`,
 	}
@@ -45,7 +51,7 @@ a run that stopped (Ctrl-C, a crash) resumes from its first unfinished step.`,
 // daemon's (workflow.Remote), with the same events, results and errors.
 type Runner interface {
 	Start(ctx context.Context, wf *workflow.Workflow, inputs map[string]any, events func(workflow.Event)) (*workflow.Result, error)
-	Resume(ctx context.Context, id int64, file string, events func(workflow.Event)) (*workflow.Result, error)
+	Resume(ctx context.Context, id int64, file string, inputs map[string]any, events func(workflow.Event)) (*workflow.Result, error)
 }
 
 // Service checks workflows and reads runs: *workflow.Service, the station
@@ -95,7 +101,8 @@ func parseRunID(s string) (int64, error) {
 }
 
 // inputs gathers --inputs (a JSON object) and each --input NAME=VALUE (which
-// wins), reading VALUE as the workflow declares the input.
+// wins), reading VALUE as the workflow declares the input (as text when wf
+// is nil).
 func inputs(stdin io.Reader, wf *workflow.Workflow, pairs []string, all string) (map[string]any, error) {
 	given := map[string]any{}
 	if all != "" {
@@ -120,7 +127,10 @@ func inputs(stdin io.Reader, wf *workflow.Workflow, pairs []string, all string) 
 		if !ok {
 			return nil, cmdutil.Usagef("--input %q: write NAME=VALUE", p)
 		}
-		in := wf.Input(name)
+		var in *workflow.Input
+		if wf != nil {
+			in = wf.Input(name)
+		}
 		if in == nil {
 			given[name] = value // ResolveInputs reports it with the known inputs
 			continue

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -62,6 +63,7 @@ func TestFlags(t *testing.T) {
 	for _, c := range []tc{
 		{args: []string{"12"}, want: ResumeOptions{RunID: 12}},
 		{args: []string{"12", "-f", "x.yaml", "--json", "--compact"}, want: ResumeOptions{RunID: 12, File: "x.yaml", JSON: true, Compact: true}},
+		{args: []string{"12", "-i", "key=sk_1", "--inputs", "@k.json"}, want: ResumeOptions{RunID: 12, Inputs: []string{"key=sk_1"}, InputsJSON: "@k.json"}},
 		{args: []string{"abc"}, code: cmdutil.ExitUsage},
 		{args: []string{"0"}, code: cmdutil.ExitUsage},
 		{args: []string{}, code: cmdutil.ExitUsage},
@@ -136,9 +138,9 @@ func (f *fakeRunner) Start(_ context.Context, wf *workflow.Workflow, inputs map[
 	return f.play(events)
 }
 
-func (f *fakeRunner) Resume(_ context.Context, id int64, file string, events func(workflow.Event)) (*workflow.Result, error) {
+func (f *fakeRunner) Resume(_ context.Context, id int64, file string, inputs map[string]any, events func(workflow.Event)) (*workflow.Result, error) {
 	f.calls++
-	f.resumed, f.file = id, file
+	f.resumed, f.file, f.inputs = id, file, inputs
 	return f.play(events)
 }
 
@@ -353,8 +355,8 @@ func TestResume(t *testing.T) {
 	if err := resumeRun(context.Background(), &ResumeOptions{IO: &s.IOStreams, Runner: func(context.Context) (Runner, error) { return f, nil }, RunID: 3, File: "x.yaml"}); err != nil {
 		t.Fatal(err)
 	}
-	if f.resumed != 3 || f.file != "x.yaml" {
-		t.Errorf("resumed %d with %q", f.resumed, f.file)
+	if f.resumed != 3 || f.file != "x.yaml" || f.inputs != nil {
+		t.Errorf("resumed %d with %q, inputs %v", f.resumed, f.file, f.inputs)
 	}
 	if got := s.err.String(); !strings.HasPrefix(got, "run 3: resuming workflow invoice\n  reused    greeting (finished before the resume)\n") {
 		t.Errorf("progress:\n%s", got)
@@ -365,6 +367,18 @@ func TestResume(t *testing.T) {
 	f.err = workflow.ErrChanged
 	if err := resumeRun(context.Background(), &ResumeOptions{IO: &s.IOStreams, Runner: func(context.Context) (Runner, error) { return f, nil }, RunID: 3}); !errors.Is(err, workflow.ErrChanged) {
 		t.Errorf("resume error: %v", err)
+	}
+	// Secret inputs given again reach the runner as text, whatever they
+	// look like.
+	f.err = nil
+	opts := &ResumeOptions{IO: &s.IOStreams, Runner: func(context.Context) (Runner, error) { return f, nil }, RunID: 3,
+		Inputs: []string{"key=12345", "other=sk=x"}, InputsJSON: `{"token":"tok_1"}`}
+	if err := resumeRun(context.Background(), opts); err != nil || fmt.Sprint(f.inputs) != "map[key:12345 other:sk=x token:tok_1]" {
+		t.Errorf("resume with inputs: %v, inputs %v", err, f.inputs)
+	}
+	opts.Inputs, opts.InputsJSON = []string{"novalue"}, ""
+	if err := resumeRun(context.Background(), opts); cmdutil.ExitCode(err) != cmdutil.ExitUsage {
+		t.Errorf("resume with --input novalue: %v", err)
 	}
 	// An unknown run says where the runs are listed.
 	f.err = fmtErr("workflow run 42: %w", workflow.ErrNoRun)
