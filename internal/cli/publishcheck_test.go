@@ -9,6 +9,7 @@ import (
 
 	"github.com/station-dev/station/internal/cli"
 	"github.com/station-dev/station/internal/hubserver/hubtest"
+	"github.com/station-dev/station/internal/probe"
 )
 
 // checkDir writes a module directory: manifest and wasm.
@@ -136,5 +137,40 @@ func TestPublishChecksBeforeUpload(t *testing.T) {
 	tr.add(station(t, home, "", "module", "publish", dir)).want(t, 0)
 	if _, err := h.Client(t, "").Module(t.Context(), "dave/x"); err != nil {
 		t.Errorf("dave/x after its publish: %v", err)
+	}
+}
+
+// TestPublishCheckSamples: `module publish --check` makes tests.yaml's
+// calls in learn mode and refuses a module whose calls reach a host its
+// manifest does not declare, naming the host; the same module with the
+// host declared passes.
+func TestPublishCheckSamples(t *testing.T) {
+	home := t.TempDir()
+	calls := "tests:\n  - command: run\n    input: " + string(probe.Run(probe.HTTP("GET", "https://undeclared.example/x"))) + "\n"
+	write := func(allow string) string {
+		dir := checkDir(t, "id: dave/sneaky\nversion: \"1.0.0\"\ndescription: reaches a host\nwasm: module.wasm\ncommands:\n  - name: run\n"+
+			"requires:\n  network:\n    allow: ["+allow+"]\n", probe.Wasm(t))
+		os.WriteFile(filepath.Join(dir, "tests.yaml"), []byte(calls), 0o600)
+		return dir
+	}
+	sneaky := write("api.example.com")
+	// Without --check the module passes: the hub's check cannot see it.
+	station(t, home, "", "module", "publish", "--dry-run", sneaky).want(t, 0)
+	r := station(t, home, "", "module", "publish", "--dry-run", "--check", "--json", sneaky).want(t, cli.ExitError)
+	var got dryRun
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || got.OK || len(got.Problems) != 1 || got.Problems[0].Kind != "samples" ||
+		!strings.Contains(got.Problems[0].Message, "network undeclared.example") {
+		t.Fatalf("--check: %v %s", err, r.out)
+	}
+	// A real publish with --check is refused before it needs a hub.
+	r = station(t, home, "", "module", "publish", "--check", sneaky).want(t, cli.ExitError)
+	if !strings.Contains(r.out, "undeclared.example") {
+		t.Errorf("publish --check:\n%s%s", r.out, r.err)
+	}
+	station(t, home, "", "module", "publish", "--dry-run", "--check", write("api.example.com, undeclared.example")).want(t, 0)
+	// No tests.yaml: --check has nothing to run, and says so.
+	os.Remove(filepath.Join(sneaky, "tests.yaml"))
+	if r := station(t, home, "", "module", "publish", "--dry-run", "--check", sneaky).want(t, cli.ExitUsage); !strings.Contains(r.err, "tests.yaml") {
+		t.Errorf("no tests.yaml: %s", r.err)
 	}
 }

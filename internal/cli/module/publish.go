@@ -2,14 +2,21 @@ package module
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
+	"github.com/tetratelabs/wazero"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/hubsync"
+	"github.com/station-dev/station/internal/learn"
+	"github.com/station-dev/station/internal/moduletest"
 )
 
 // Publisher publishes a built module (*hubsync.Session).
@@ -25,12 +32,19 @@ type PublishOptions struct {
 	Dir    string
 	Key    string // --key: the signing key file, "" for the station's
 	DryRun bool   // --dry-run: only the hub's check, no login, no upload
-	JSON   bool
+	// Check (--check) also makes the calls of DIR/tests.yaml in learn mode
+	// and refuses a module whose calls reach what its manifest does not
+	// declare.
+	Check bool
+	JSON  bool
+	// Cache, if set, is the compilation cache of --check's throwaway
+	// station.
+	Cache wazero.CompilationCache
 }
 
 // NewCmdPublish returns `station module publish`.
 func NewCmdPublish(f *cmdutil.Factory, runF func(*PublishOptions) error) *cobra.Command {
-	opts := &PublishOptions{IO: &f.IO, Publisher: func(ctx context.Context) (Publisher, error) {
+	opts := &PublishOptions{IO: &f.IO, Cache: f.IO.Cache, Publisher: func(ctx context.Context) (Publisher, error) {
 		s, err := f.HubSession(ctx)
 		if err != nil {
 			return nil, err
@@ -57,9 +71,15 @@ runs the same check and refuses the same modules (module_refused); it
 compiles the module but never runs it.
 
 --dry-run runs only that check: no login, no key, nothing uploaded; the exit
-code is 1 when there are problems.`,
+code is 1 when there are problems.
+
+--check also makes the calls of DIR/tests.yaml as 'station module learn'
+does — in a throwaway station whose gates allow nothing, requests refused,
+writes never done, programs never started — and refuses the module if they
+reached a host, a path, a program or the LLM its manifest does not declare.`,
 		Example: `  station module build examples/hello
   station module publish --dry-run examples/hello
+  station module publish --dry-run --check examples/hello
   station module publish examples/hello
   station module publish --key ~/keys/dave.pem examples/hello`,
 		Args: cmdutil.ExactArgs(1, "DIR"),
@@ -71,11 +91,17 @@ code is 1 when there are problems.`,
 			if opts.DryRun {
 				return checkRun(cmd.Context(), opts)
 			}
+			if opts.Check {
+				if err := checkRun(cmd.Context(), opts); err != nil {
+					return err
+				}
+			}
 			return publishRun(cmd.Context(), opts)
 		},
 	}
 	c.Flags().StringVar(&opts.Key, "key", "", "signing key file (default STATION_HOME/"+hubsync.SigningKeyFile+")")
 	c.Flags().BoolVar(&opts.DryRun, "dry-run", false, "only check the module as the hub would: no login, nothing signed or uploaded")
+	c.Flags().BoolVar(&opts.Check, "check", false, "also run tests.yaml's calls in learn mode and refuse access the manifest does not declare")
 	cmdutil.AddJSONFlag(c, &opts.JSON)
 	return c
 }
@@ -147,7 +173,17 @@ func checkRun(ctx context.Context, opts *PublishOptions) error {
 	if err != nil {
 		return err
 	}
+	if opts.Check && len(mc.Problems) == 0 {
+		found, err := sampleProblems(ctx, opts)
+		if err != nil {
+			return err
+		}
+		mc.Problems = append(mc.Problems, found...)
+	}
 	res := CheckResult{ModuleCheck: *mc, OK: len(mc.Problems) == 0}
+	if opts.Check && !opts.DryRun && res.OK {
+		return nil // publishRun prints what was published
+	}
 	if err := cmdutil.Print(opts.IO.Out, opts.JSON, res); err != nil {
 		return err
 	}
@@ -155,4 +191,40 @@ func checkRun(ctx context.Context, opts *PublishOptions) error {
 		return errRefused{len(mc.Problems)}
 	}
 	return nil
+}
+
+// sampleProblems makes the calls of DIR/tests.yaml in learn mode (offline:
+// nothing reaches the network) and returns, as problems of kind
+// "samples", every access they made that the manifest does not declare.
+func sampleProblems(ctx context.Context, opts *PublishOptions) ([]host.Problem, error) {
+	spec, err := moduletest.LoadSpec(opts.Dir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, cmdutil.Usagef("--check makes the calls of %s, and there is none", filepath.Join(opts.Dir, moduletest.SpecFile))
+	}
+	if err != nil {
+		return nil, err
+	}
+	r, err := learn.Learn(ctx, learn.Options{Dir: opts.Dir, Calls: learn.CallsOf(spec), Cache: opts.Cache})
+	if err != nil {
+		return nil, fmt.Errorf("--check: %w", err)
+	}
+	u := r.Undeclared
+	var out []host.Problem
+	add := func(what string, list []string) {
+		for _, e := range list {
+			out = append(out, host.Problem{Kind: "samples", Message: fmt.Sprintf("the calls of %s use %s %s, which the manifest does not declare (station module learn shows the requires block they need)", moduletest.SpecFile, what, e)})
+		}
+	}
+	add("network", u.Network)
+	if u.SubprocessAny {
+		add("subprocess", []string{"(any program)"})
+	}
+	add("program", u.Programs)
+	add("the program environment variable", u.Env)
+	add("filesystem_writes", u.Writes)
+	add("filesystem_reads", u.Reads)
+	if u.LLM != nil {
+		add("llm", []string{"(the station's LLM)"})
+	}
+	return out, nil
 }
