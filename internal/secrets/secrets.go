@@ -39,6 +39,7 @@ import (
 const (
 	DataFile = "secrets.json"
 	KeyFile  = "secrets.key"
+	LockFile = "secrets.lock"
 )
 
 // MaxValue bounds a secret's value.
@@ -116,6 +117,11 @@ func (s *Store) Set(module, name string, value []byte) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lockFile()
+	if err != nil {
+		return fmt.Errorf("secrets: lock: %w", err)
+	}
+	defer unlock()
 	key, err := s.loadKey(true)
 	if err != nil {
 		return err
@@ -142,6 +148,11 @@ func (s *Store) Set(module, name string, value []byte) error {
 func (s *Store) Remove(module, name string) (bool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	unlock, err := s.lockFile()
+	if err != nil {
+		return false, fmt.Errorf("secrets: lock: %w", err)
+	}
+	defer unlock()
 	f, err := s.load()
 	if err != nil {
 		return false, err

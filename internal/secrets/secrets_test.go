@@ -7,6 +7,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,5 +136,26 @@ func TestBadInput(t *testing.T) {
 	os.WriteFile(filepath.Join(home, DataFile), []byte("{not json"), 0o600)
 	if _, err := Open(home).List(); err == nil || !strings.Contains(err.Error(), "does not parse") {
 		t.Fatalf("garbage: %v", err)
+	}
+}
+
+// TestConcurrentSets: stores of two processes (two Stores on one home)
+// setting different secrets at once lose none of them.
+func TestConcurrentSets(t *testing.T) {
+	home := t.TempDir()
+	a, b := Open(home), Open(home)
+	errs := make(chan error, 40)
+	for i := range 20 {
+		go func() { errs <- a.Set("m/a", "A"+strconv.Itoa(i), []byte("v")) }()
+		go func() { errs <- b.Set("m/b", "B"+strconv.Itoa(i), []byte("v")) }()
+	}
+	for range 40 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := Open(home).List()
+	if err != nil || len(list) != 40 {
+		t.Fatalf("List = %d entries, %v; want 40", len(list), err)
 	}
 }
