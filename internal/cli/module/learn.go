@@ -7,14 +7,17 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/tetratelabs/wazero"
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
+	"github.com/station-dev/station/internal/config"
 	"github.com/station-dev/station/internal/learn"
 	"github.com/station-dev/station/internal/moduletest"
 	"github.com/station-dev/station/internal/netgate"
@@ -35,6 +38,9 @@ type LearnOptions struct {
 	// point hosts at fixtures on 127.0.0.1).
 	Network  learn.Network
 	Resolver netgate.Resolver
+	// OperatorNetwork reads your station's network settings (resolve,
+	// extra_ca, allow_private), which --live uses when Network is empty.
+	OperatorNetwork func() (learn.Network, error)
 
 	Dir          string
 	Calls        []string // the arguments after --: COMMAND [--input JSON] [-- COMMAND ...]
@@ -53,7 +59,14 @@ func NewCmdLearn(f *cmdutil.Factory, runF func(*LearnOptions) error) *cobra.Comm
 	opts := &LearnOptions{IO: &f.IO, Build: func(ctx context.Context, dir, out string) error {
 		return wasmbuild.BuildWith(ctx, dir, out, buildOptions(f))
 	}, StartProgress: f.StartProgress, Cache: f.IO.Cache, Confirm: f.Confirm,
-		Logger: func() *slog.Logger { return f.Logger("") }}
+		Logger: func() *slog.Logger { return f.Logger("") },
+		OperatorNetwork: func() (learn.Network, error) {
+			home, err := f.HomeDir()
+			if err != nil {
+				return learn.Network{}, err
+			}
+			return operatorNetwork(home)
+		}}
 	c := &cobra.Command{
 		Use:   "learn DIR [-- COMMAND [--input JSON] [-- COMMAND ...]]",
 		Short: "Run a module's sample calls under gates that allow nothing, and propose the minimal requires block",
@@ -231,6 +244,12 @@ func learnRun(ctx context.Context, opts *LearnOptions) error {
 			return fmt.Errorf("build %s: %w", man.ID, err)
 		}
 		rep.Build = &TestedBuild{Wasm: out, Size: fileSize(out), Took: took, DurationMS: took.Milliseconds()}
+	}
+	if opts.Live && opts.OperatorNetwork != nil && len(opts.Network.Resolve) == 0 && opts.Network.ExtraCA == nil && opts.Network.AllowPrivate == nil {
+		// A live request goes where your station would send it.
+		if opts.Network, err = opts.OperatorNetwork(); err != nil {
+			return err
+		}
 	}
 	var refused []string
 	lo := learn.Options{Dir: opts.Dir, Calls: calls, Live: opts.Live, AllowPrograms: opts.AllowProgram,
@@ -445,4 +464,33 @@ func requiresLines(q learn.Requires) []string {
 		out = append(out, s)
 	}
 	return out
+}
+
+// operatorNetwork is the network part of the station config in home, in
+// the form a throwaway station takes: a live learn's requests go where the
+// operator's station sends them (a company proxy's address, an internal
+// CA), and nowhere else.
+func operatorNetwork(home string) (learn.Network, error) {
+	cfg, err := config.Load(home)
+	if err != nil {
+		return learn.Network{}, err
+	}
+	var n learn.Network
+	for _, r := range cfg.Network.Resolve {
+		to := r.To.String()
+		if r.To.Port() == 0 {
+			to = r.To.Addr().String()
+		}
+		n.Resolve = append(n.Resolve, net.JoinHostPort(r.Host, strconv.Itoa(r.Port))+"="+to)
+	}
+	if f := cfg.Network.ExtraCA; f != "" {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(home, f)
+		}
+		if n.ExtraCA, err = os.ReadFile(f); err != nil {
+			return learn.Network{}, fmt.Errorf("network.extra_ca: %w", err)
+		}
+	}
+	n.AllowPrivate = cfg.AllowPrivate()
+	return n, nil
 }
