@@ -6,6 +6,7 @@ package workflow_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -34,9 +35,13 @@ type serviceWorld struct {
 	svc   *workflow.Service
 	evil  *fixture.Server
 	files string
-	// auth are the Authorization headers the fake Stripe received.
-	mu   sync.Mutex
-	auth []string
+	// auth are the Authorization headers the fake Stripe received, and
+	// customers the customers it was asked to invoice; with failNext set,
+	// it refuses the next invoice, quoting the customer back.
+	mu        sync.Mutex
+	auth      []string
+	customers []string
+	failNext  bool
 }
 
 // stripeKey is the value of STRIPE_KEY stored for dave/stripe-invoicing
@@ -49,9 +54,18 @@ func newServiceWorld(t *testing.T, withLLM bool) *serviceWorld {
 	ca := fixture.NewCA(t)
 	w := &serviceWorld{files: t.TempDir()}
 	stripe := ca.TLSServer(t, http.HandlerFunc(func(rw http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
 		w.mu.Lock()
 		w.auth = append(w.auth, r.Header.Get("Authorization"))
+		w.customers = append(w.customers, r.PostForm.Get("customer"))
+		fail := w.failNext
+		w.failNext = false
 		w.mu.Unlock()
+		if fail {
+			rw.WriteHeader(http.StatusBadRequest)
+			json.NewEncoder(rw).Encode(map[string]any{"error": map[string]string{"message": "No such customer: '" + r.PostForm.Get("customer") + "'"}})
+			return
+		}
 		fmt.Fprint(rw, `{"id":"in_1","status":"draft","amount_due":1200,"currency":"eur"}`)
 	}), "api.stripe.com")
 	w.evil = ca.TLSServer(t, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}), "evil.example")
