@@ -174,3 +174,21 @@ func TestPublishCheckSamples(t *testing.T) {
 		t.Errorf("no tests.yaml: %s", r.err)
 	}
 }
+
+// TestPublishDryRunUnhandledCommand: a Go module says which commands it
+// handles (station_describe); a command module.yaml declares that it does
+// not handle is a problem of the dry run and of a real publish, found on
+// the publisher's machine.
+func TestPublishDryRunUnhandledCommand(t *testing.T) {
+	home := t.TempDir()
+	dir := moduleAs(t, "hello", "dave/hello", "1.0.0")
+	raw, _ := os.ReadFile(filepath.Join(dir, "module.yaml"))
+	man := strings.Replace(string(raw), "commands:\n", "commands:\n  - name: farewell\n    description: declared, never written\n", 1)
+	os.WriteFile(filepath.Join(dir, "module.yaml"), []byte(man), 0o600)
+	r := station(t, home, "", "module", "publish", "--dry-run", "--json", dir).want(t, cli.ExitError)
+	var got dryRun
+	if err := json.Unmarshal([]byte(r.out), &got); err != nil || len(got.Problems) != 1 || got.Problems[0].Kind != "commands" ||
+		!strings.Contains(got.Problems[0].Message, "declares command farewell, which the module does not handle (it handles greet)") {
+		t.Fatalf("dry run: %v %s", err, r.out)
+	}
+}

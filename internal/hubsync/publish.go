@@ -4,12 +4,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/hubclient"
+	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
 )
 
@@ -51,6 +55,9 @@ func (s *Session) Publish(ctx context.Context, dir, keyFile string) (*Published,
 	}
 	if err := host.Inspect(ctx, m, wasm, host.InspectOptions{}); err != nil {
 		return nil, fmt.Errorf("publish: %w; nothing was uploaded", err)
+	}
+	if ps := CommandProblems(ctx, m, wasm); len(ps) > 0 {
+		return nil, fmt.Errorf("publish: %w; nothing was uploaded", &host.InspectError{Module: m.ID, Problems: ps})
 	}
 	b, err := hubclient.NewBundle(raw, wasm, signer)
 	if err != nil {
@@ -111,6 +118,34 @@ func CheckModule(ctx context.Context, dir string) (*ModuleCheck, error) {
 		mc.Problems = ie.Problems
 	case err != nil:
 		return nil, err
+	default:
+		mc.Problems = CommandProblems(ctx, m, wasm)
 	}
 	return mc, nil
+}
+
+// CommandProblems compares the commands module.yaml declares with those
+// the module says it handles, where it says so (the Go SDK's
+// station_describe export; wasmbuild.Describe runs it with nothing
+// reachable, on the publisher's machine — the hub never runs a module). A
+// declared command the module does not handle fails every call of it with
+// "unknown command", on every station. A module without the export, or
+// whose description cannot be read, has no problems here.
+func CommandProblems(ctx context.Context, m *manifest.Manifest, wasm []byte) []host.Problem {
+	d, err := wasmbuild.Describe(ctx, wasm, wasmbuild.DescribeOptions{})
+	if err != nil || d == nil {
+		return nil
+	}
+	handled := strings.Join(slices.Sorted(maps.Keys(d.Commands)), ", ")
+	if handled == "" {
+		handled = "none"
+	}
+	var out []host.Problem
+	for _, c := range m.Commands {
+		if _, ok := d.Commands[c.Name]; !ok {
+			out = append(out, host.Problem{Kind: "commands", Message: fmt.Sprintf("module.yaml declares command %s, which the module does not handle (it handles %s): every call of it would fail as an unknown command",
+				c.Name, handled)})
+		}
+	}
+	return out
 }
