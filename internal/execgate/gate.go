@@ -380,9 +380,9 @@ func (g *Gate) Run(ctx context.Context, req *abi.ProcessRequest) (*abi.ProcessRe
 		Command:    sandbox.CommandFrom(ctx),
 		Trace:      sandbox.CallFrom(ctx).TraceName(),
 		Capability: sandbox.Subprocess,
-		Target:     c.target,
+		Target:     sandbox.CallFrom(ctx).Scrub(c.target),
 		Allowed:    true,
-		Reason:     g.allowReason(c),
+		Reason:     sandbox.CallFrom(ctx).Scrub(g.allowReason(c)),
 	})
 	return g.run(ctx, c)
 }

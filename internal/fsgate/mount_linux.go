@@ -138,9 +138,9 @@ func (g *Gate) allow(h Hooks, target, reason string) {
 		Command:    call.CommandName(),
 		Trace:      call.TraceName(),
 		Capability: sandbox.Filesystem,
-		Target:     sandbox.Sanitize(target),
+		Target:     call.Scrub(sandbox.Sanitize(target)),
 		Allowed:    true,
-		Reason:     reason,
+		Reason:     call.Scrub(reason),
 	})
 }
 

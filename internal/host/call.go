@@ -164,7 +164,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if ci < 0 {
 		return nil, fail(KindUnknown, "no such command (commands: %s)", strings.Join(m.commands, ", "))
 	}
-	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx)}
+	call := &sandbox.Call{Module: m.id, Command: command, Trace: sandbox.TraceFrom(ctx), Redact: sandbox.RedactFrom(ctx)}
 	if len(input) > m.limits.MaxInput {
 		e := m.overLimit("input", fmt.Sprintf("input of %d bytes exceeds the limit of %d", len(input), m.limits.MaxInput), int64(m.limits.MaxInput), "limits.max_input")
 		m.rec.Record(e.Decision(call))

@@ -219,7 +219,7 @@ func (m *Module) logLine(ctx context.Context, mod api.Module, stack []uint64) {
 	}
 	// The guest's text is never the message: a module must not be able to
 	// write a line that reads like the station's own.
-	m.log.Log(ctx, lvl, GuestLogMessage, "command", inst.st.call.CommandName(), "text", sanitizeLog(b))
+	m.log.Log(ctx, lvl, GuestLogMessage, "command", inst.st.call.CommandName(), "text", inst.st.call.Scrub(sanitizeLog(b)))
 	stack[0] = 0
 }
 

@@ -584,7 +584,11 @@ func (w *tailWriter) flush() {
 			return
 		}
 	}
-	w.log.Debug(GuestLogMessage, "stream", "stdout/stderr", "text", sanitizeLog(line))
+	text := sanitizeLog(line)
+	if w.st != nil {
+		text = w.st.call.Scrub(text)
+	}
+	w.log.Debug(GuestLogMessage, "stream", "stdout/stderr", "text", text)
 }
 
 func (w *tailWriter) tail() string {

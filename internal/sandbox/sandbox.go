@@ -105,7 +105,7 @@ func (v *Violation) Decision(c *Call) Decision {
 // refused is the audit decision of a refusal, attributed to call c (which
 // may be nil): a Violation's and a LimitError's are the same record.
 func refused(c *Call, module string, capability Capability, target, reason string) Decision {
-	return Decision{Time: time.Now(), Module: module, Command: c.CommandName(), Trace: c.TraceName(), Capability: capability, Target: target, Reason: reason}
+	return Decision{Time: time.Now(), Module: module, Command: c.CommandName(), Trace: c.TraceName(), Capability: capability, Target: c.Scrub(target), Reason: c.Scrub(reason)}
 }
 
 // MaxTargetLen bounds a sanitized target.
@@ -160,6 +160,18 @@ type Call struct {
 	Module  string
 	Command string
 	Trace   string // the caller's WithTrace, if any
+	// Redact, if set, is the caller's WithRedact: applied to every target
+	// and reason recorded for the call and to every guest log line of it.
+	Redact func(string) string
+}
+
+// Scrub returns s with what the call's caller asked to keep out of the
+// records (Redact) replaced; s itself for a nil c or no Redact.
+func (c *Call) Scrub(s string) string {
+	if c == nil || c.Redact == nil {
+		return s
+	}
+	return c.Redact(s)
 }
 
 // CommandName returns c.Command, or "" for a nil c.
@@ -179,6 +191,23 @@ func (c *Call) TraceName() string {
 }
 
 type traceKey struct{}
+
+type redactKey struct{}
+
+// WithRedact returns ctx carrying redact, which the dispatch copies into
+// the call (Call.Redact): values the caller gave the module that must not
+// reach the audit log or the station log — a workflow's secret inputs, if
+// the module puts one in a URL or logs it. Like a trace it never decides
+// anything; the module itself still holds the values.
+func WithRedact(ctx context.Context, redact func(string) string) context.Context {
+	return context.WithValue(ctx, redactKey{}, redact)
+}
+
+// RedactFrom returns the redact function in ctx, or nil.
+func RedactFrom(ctx context.Context) func(string) string {
+	r, _ := ctx.Value(redactKey{}).(func(string) string)
+	return r
+}
 
 // WithTrace returns ctx carrying trace, a caller's name for what a dispatch
 // is part of (for example "run/42/step/invoice"). The dispatch copies it

@@ -685,7 +685,13 @@ func (x *execution) call(ctx context.Context, s *Step, input []byte, trace strin
 	case s.Builtin == BuiltinLLM:
 		out, usage, err = x.llm(ctx, input)
 	default:
-		out, err = x.e.Run(sandbox.WithTrace(ctx, trace), s.Module, s.Command, input)
+		cctx := sandbox.WithTrace(ctx, trace)
+		if x.red != nil {
+			// The module holds the secret inputs it was given; what it
+			// does with them stays out of the audit log and the log.
+			cctx = sandbox.WithRedact(cctx, x.red.text)
+		}
+		out, err = x.e.Run(cctx, s.Module, s.Command, input)
 		if err == nil {
 			out = bytes.TrimSpace(out)
 			if len(out) == 0 {

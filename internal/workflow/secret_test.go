@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/station-dev/station/internal/host"
 	"github.com/station-dev/station/internal/probe"
+	"github.com/station-dev/station/internal/station"
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/workflow"
 	"github.com/station-dev/station/sdk/abi"
@@ -308,4 +310,78 @@ func (w *serviceWorld) customerList() []string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]string(nil), w.customers...)
+}
+
+// TestSecretInputKeptOutOfAuditAndLog: a module holds the secret inputs it
+// is given and may put one where the station records things — a URL the
+// gate refuses (its target keeps the path), its log, its stderr. The
+// call's redaction (sandbox.WithRedact) keeps the value out of the audit
+// log and the station log all the same.
+func TestSecretInputKeptOutOfAuditAndLog(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	var logBuf syncBuffer
+	st, err := station.Open(ctx, w.st.Home, station.Options{Cache: sharedCache(),
+		Logger: slog.New(slog.NewTextHandler(&logBuf, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.st.Close(ctx)
+	w.st = st
+	w.install("test/leaky", "commands:\n  - name: run\nrequires:\n  network:\n    allow: [api.stripe.com]\n", probe.Wasm(t))
+	const token = "tok_Leaky-5e6f7a8b9c"
+	wf, err := workflow.Parse("leak.yaml", []byte(`inputs:
+  token: {secret: true, required: true}
+steps:
+  - id: leak
+    uses: test/leaky run
+    with:
+      actions:
+        - {op: raw, import: http_request, data: '{"method":"GET","url":"https://api.stripe.com/bad\\path/${{ inputs.token }}"}', args: [-4294967296, -4294967297]}
+        - {op: log, message: "my token is ${{ inputs.token }}"}
+        - {op: print, stream: stderr, message: "stderr: ${{ inputs.token }}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := workflow.NewService(ctx, st, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res, err := svc.Start(ctx, wf, map[string]any{"token": token}, nil); res == nil {
+		t.Fatalf("run: %v", err)
+	}
+	recs := w.audit(store.AuditFilter{})
+	refused := false
+	for _, r := range recs {
+		refused = refused || !r.Allowed && strings.Contains(r.Target, "bad%5Cpath/[secret]")
+	}
+	if !refused {
+		t.Fatalf("the malformed URL was not refused with its path: %+v", recs)
+	}
+	b, _ := json.Marshal(recs)
+	noValueIn(t, "the audit log", string(b), token)
+	if !strings.Contains(logBuf.String(), "my token is [secret]") || !strings.Contains(logBuf.String(), "stderr: [secret]") {
+		t.Errorf("the module's log lines are not there, redacted:\n%s", logBuf.String())
+	}
+	noValueIn(t, "the station log", logBuf.String(), token)
+	noValue(t, st.Home, token)
+}
+
+// syncBuffer is a bytes.Buffer safe for the logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
