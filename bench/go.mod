@@ -5,7 +5,7 @@ go 1.26.0
 require (
 	github.com/extism/go-sdk v1.7.1
 	github.com/station-dev/station v0.0.0
-	github.com/station-dev/station/sdk v1.0.0
+	github.com/station-dev/station/sdk v1.1.0
 	github.com/tetratelabs/wazero v1.12.0
 )
 
