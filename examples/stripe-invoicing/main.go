@@ -73,8 +73,8 @@ func createInvoice(ctx context.Context, in InvoiceInput) (Invoice, error) {
 
 // SummarizeInput is the input of summarize.
 type SummarizeInput struct {
-	Text   string `json:"text"`            // what to summarize
-	Model  string `json:"model,omitempty"` // default llama-3.1-8b-instant
+	Text  string `json:"text"`            // what to summarize
+	Model string `json:"model,omitempty"` // default llama-3.1-8b-instant
 }
 
 // Summary is the result of summarize.
