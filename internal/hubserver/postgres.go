@@ -380,6 +380,12 @@ func (p *Postgres) Migrate(ctx context.Context) error {
 	}
 	for next := 1; next <= len(pgMigrations); next++ {
 		err := pgx.BeginFunc(ctx, p.pool, func(tx pgx.Tx) error {
+			// A migration is not a request: it may rebuild a large table,
+			// and a node waits here while another migrates. The pool's
+			// statement timeout would cancel either.
+			if _, err := tx.Exec(ctx, `SET LOCAL statement_timeout = 0`); err != nil {
+				return err
+			}
 			if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(pgMigrateLock)); err != nil {
 				return err
 			}
