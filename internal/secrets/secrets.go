@@ -42,8 +42,12 @@ const (
 	LockFile = "secrets.lock"
 )
 
-// MaxValue bounds a secret's value.
-const MaxValue = 16 << 10
+// MinValue and MaxValue bound a secret's value. Below MinValue it is no
+// secret, and taking it out of every response would garble them.
+const (
+	MinValue = 4
+	MaxValue = 16 << 10
+)
 
 // maxFile bounds secrets.json.
 const maxFile = 8 << 20
@@ -95,6 +99,8 @@ func CheckValue(v []byte) string {
 	switch {
 	case len(v) == 0:
 		return "the value is empty"
+	case len(v) < MinValue:
+		return fmt.Sprintf("the value is %d bytes; a secret is at least %d", len(v), MinValue)
 	case len(v) > MaxValue:
 		return fmt.Sprintf("the value is %d bytes; at most %d", len(v), MaxValue)
 	}

@@ -97,7 +97,7 @@ func TestAtRest(t *testing.T) {
 
 func TestKeyFileChecks(t *testing.T) {
 	home := t.TempDir()
-	if err := Open(home).Set("", "K", []byte("v")); err != nil {
+	if err := Open(home).Set("", "K", []byte("value")); err != nil {
 		t.Fatal(err)
 	}
 	key := filepath.Join(home, KeyFile)
@@ -124,7 +124,8 @@ func TestBadInput(t *testing.T) {
 	for _, tt := range []struct{ name, value, want string }{
 		{"stripe_key", "v", "upper-case"},
 		{"K", "", "empty"},
-		{"K", "a\nb", "control character"},
+		{"K", "abc", "at least 4"},
+		{"K", "ab\ncd", "control character"},
 		{"K", strings.Repeat("v", MaxValue+1), "at most"},
 	} {
 		err := s.Set("", tt.name, []byte(tt.value))
@@ -146,8 +147,8 @@ func TestConcurrentSets(t *testing.T) {
 	a, b := Open(home), Open(home)
 	errs := make(chan error, 40)
 	for i := range 20 {
-		go func() { errs <- a.Set("m/a", "A"+strconv.Itoa(i), []byte("v")) }()
-		go func() { errs <- b.Set("m/b", "B"+strconv.Itoa(i), []byte("v")) }()
+		go func() { errs <- a.Set("m/a", "A"+strconv.Itoa(i), []byte("value")) }()
+		go func() { errs <- b.Set("m/b", "B"+strconv.Itoa(i), []byte("value")) }()
 	}
 	for range 40 {
 		if err := <-errs; err != nil {
