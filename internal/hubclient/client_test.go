@@ -341,7 +341,7 @@ func TestParseRef(t *testing.T) {
 func BenchmarkFetch4MiB(b *testing.B) {
 	h := hubtest.Start(b)
 	dave, key := h.Publisher(b, "dave")
-	wasm := append(hubtest.Wasm(""), bytes.Repeat([]byte{0x42}, 4<<20)...)
+	wasm := hubtest.Module(hubtest.WasmSpec{Pad: 4 << 20})
 	bundle, _ := hubclient.NewBundle(hubtest.Manifest("dave/big", "1.0.0"), wasm, key)
 	if _, err := dave.Publish(ctx, bundle); err != nil {
 		b.Fatal(err)
