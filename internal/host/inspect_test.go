@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -306,4 +307,16 @@ func BenchmarkInspect(b *testing.B) {
 			}
 		}
 	})
+}
+
+// TestStationImports: the names a module imports from the station module,
+// read by the install check's parser; a module it refuses is an error.
+func TestStationImports(t *testing.T) {
+	got, err := host.StationImports(hubtest.Module(hubtest.WasmSpec{Imports: []string{"station.process_run", "station.llm_complete"}}))
+	if err != nil || !slices.Equal(got, []string{"process_run", "llm_complete"}) {
+		t.Fatalf("StationImports = %q, %v", got, err)
+	}
+	if _, err := host.StationImports([]byte("\x00asm\x01\x00\x00\x00\x02\xff")); err == nil {
+		t.Error("a truncated import section was read")
+	}
 }

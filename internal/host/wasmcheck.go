@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // InstallLimits bound what a module's binary may contain and what compiling
@@ -149,10 +150,13 @@ func ModuleSizeError(module string, got, limit int64) *InstallLimitError {
 
 // binaryStats is what checkBinary measured, for tests and benchmarks.
 type binaryStats struct {
-	Bytes          int
-	Functions      int // imported and defined
-	Types          int
-	Imports        int
+	Bytes     int
+	Functions int // imported and defined
+	Types     int
+	Imports   int
+	// StationImports are the names the module imports from the station
+	// module (abi.ImportModule), in order.
+	StationImports []string
 	Exports        int
 	Globals        int
 	DataSegments   int
@@ -506,6 +510,9 @@ func (c *checker) imports(s *checker) error {
 		name, err := s.name()
 		if err != nil {
 			return err
+		}
+		if string(mod) == abi.ImportModule {
+			c.st.StationImports = append(c.st.StationImports, string(name))
 		}
 		at := s.i
 		kind, err := s.byte()
@@ -1190,4 +1197,12 @@ func (c *checker) instructions(n *int64) (depth, deepest int, err error) {
 		}
 	}
 	return depth, deepest, nil
+}
+
+// StationImports returns the names wasm imports from the station module,
+// read by the install check's own parser under the default install limits
+// (no compilation): what a module will ask to be linked.
+func StationImports(wasm []byte) ([]string, error) {
+	st, err := checkBinary(wasm, DefaultInstallLimits(), "")
+	return st.StationImports, err
 }

@@ -46,6 +46,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,7 @@ import (
 	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/yamlx"
 	"github.com/station-dev/station/manifest"
+	"github.com/station-dev/station/sdk/abi"
 )
 
 // Call is one sample call.
@@ -207,6 +209,14 @@ type Unnamed struct {
 	Why        string `json:"why"`
 }
 
+// imports says which of the gated station imports a module imports: the
+// learning run must link each of them (a station refuses a module that
+// imports process_run without subprocess) and grants the capability with
+// nothing allowed.
+type imports struct {
+	processRun, llmComplete bool
+}
+
 // Learn loads the module and its calls, runs them, and proposes.
 func Learn(ctx context.Context, o Options) (*Report, error) {
 	raw, man, err := loadManifest(o.Dir)
@@ -221,7 +231,8 @@ func Learn(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	im, err := readImports(wasm)
+	names, err := host.StationImports(wasm)
+	im := imports{processRun: slices.Contains(names, abi.ImportProcessRun), llmComplete: slices.Contains(names, abi.ImportLLMComplete)}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", filepath.Join(o.Dir, man.Wasm), err)
 	}
@@ -414,7 +425,7 @@ type learner struct {
 	man  *manifest.Manifest
 	raw  []byte
 	wasm []byte
-	im   imports
+	im   imports // the gated station imports the wasm asks for
 	// roots are the throwaway directories of the rounds: paths in them
 	// are the learning run's own, never proposed.
 	roots []string
