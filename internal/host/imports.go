@@ -25,28 +25,23 @@ import (
 // lengths are checked against limits before anything is allocated, and
 // pointers are checked by api.Memory's bounds-checked Read/Write.
 
-var (
-	i32   = api.ValueTypeI32
-	i64   = api.ValueTypeI64
-	noVal = []api.ValueType{}
-)
-
 // offered is the set of station imports linked into this module. A capability
 // that is not granted has no import at all.
-func (m *Module) offered() map[string]bool {
-	o := map[string]bool{
-		abi.ImportBufLen:      true,
-		abi.ImportBufRead:     true,
-		abi.ImportBufFree:     true,
-		abi.ImportOutputSet:   true,
-		abi.ImportLog:         true,
-		abi.ImportHTTPRequest: true,
-	}
-	if m.exec != nil {
-		o[abi.ImportProcessRun] = true
-	}
-	if m.llm != nil {
-		o[abi.ImportLLMComplete] = true
+func (m *Module) offered() map[string]bool { return offeredImports(m.exec != nil, m.llm != nil) }
+
+// offeredImports is the set of station imports a module is offered: every
+// one stationImports lists without a grant, and the granted ones.
+func offeredImports(subprocess, llm bool) map[string]bool {
+	o := make(map[string]bool, len(stationImports))
+	for name, imp := range stationImports {
+		switch imp.grant {
+		case "":
+			o[name] = true
+		case "requires.subprocess":
+			o[name] = subprocess
+		case "requires.llm":
+			o[name] = llm
+		}
 	}
 	return o
 }
@@ -54,21 +49,23 @@ func (m *Module) offered() map[string]bool {
 // link instantiates this module's "station" host module. Its functions close
 // over m: the policy is bound here, once.
 func (m *Module) link(ctx context.Context) error {
+	fns := map[string]api.GoModuleFunc{
+		abi.ImportBufLen:      m.bufLen,
+		abi.ImportBufRead:     m.bufRead,
+		abi.ImportBufFree:     m.bufFree,
+		abi.ImportOutputSet:   m.outputSet,
+		abi.ImportLog:         m.logLine,
+		abi.ImportHTTPRequest: m.httpRequest,
+		abi.ImportProcessRun:  m.processRun,
+		abi.ImportLLMComplete: m.llmComplete,
+	}
 	b := m.rt.NewHostModuleBuilder(abi.ImportModule)
-	fn := func(name string, f api.GoModuleFunc, params, results []api.ValueType) {
-		b.NewFunctionBuilder().WithGoModuleFunction(f, params, results).Export(name)
-	}
-	fn(abi.ImportBufLen, m.bufLen, []api.ValueType{i32}, []api.ValueType{i32})
-	fn(abi.ImportBufRead, m.bufRead, []api.ValueType{i32, i32, i32}, []api.ValueType{i32})
-	fn(abi.ImportBufFree, m.bufFree, []api.ValueType{i32}, noVal)
-	fn(abi.ImportOutputSet, m.outputSet, []api.ValueType{i32, i32}, []api.ValueType{i32})
-	fn(abi.ImportLog, m.logLine, []api.ValueType{i32, i32, i32}, []api.ValueType{i32})
-	fn(abi.ImportHTTPRequest, m.httpRequest, []api.ValueType{i32, i32}, []api.ValueType{i64})
-	if m.exec != nil {
-		fn(abi.ImportProcessRun, m.processRun, []api.ValueType{i32, i32}, []api.ValueType{i64})
-	}
-	if m.llm != nil {
-		fn(abi.ImportLLMComplete, m.llmComplete, []api.ValueType{i32, i32}, []api.ValueType{i64})
+	for name, offered := range m.offered() {
+		if !offered {
+			continue
+		}
+		imp := stationImports[name] // the signatures Inspect checks too
+		b.NewFunctionBuilder().WithGoModuleFunction(fns[name], imp.params, imp.results).Export(name)
 	}
 	_, err := b.Instantiate(ctx)
 	return err

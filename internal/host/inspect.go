@@ -170,19 +170,8 @@ func (in *inspection) manifest() {
 // offeredBy is the set of station imports a module with manifest m is
 // offered (Module.offered, from the manifest alone).
 func offeredBy(m *manifest.Manifest) map[string]bool {
-	o := map[string]bool{}
-	for name, imp := range stationImports {
-		if imp.grant == "" {
-			o[name] = true
-		}
-	}
-	if sp := m.Requires.Subprocess; sp.Any || len(sp.Allow) > 0 {
-		o[abi.ImportProcessRun] = true
-	}
-	if m.Requires.LLM.Enabled {
-		o[abi.ImportLLMComplete] = true
-	}
-	return o
+	sp := m.Requires.Subprocess
+	return offeredImports(sp.Any || len(sp.Allow) > 0, m.Requires.LLM.Enabled)
 }
 
 // memoryLimitOf is the memory limit a station gives a module with
@@ -211,8 +200,8 @@ var (
 	i64x1 = []api.ValueType{api.ValueTypeI64}
 )
 
-// stationImports is what Module.link exports, with the same signatures (a
-// test compares them).
+// stationImports is every station import: what Module.link exports (the
+// ones offered) and what Inspect checks a module's imports against.
 var stationImports = map[string]stationImport{
 	abi.ImportBufLen:      {i32x1, i32x1, ""},
 	abi.ImportBufRead:     {i32x3, i32x1, ""},
