@@ -2,6 +2,7 @@ package host
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
@@ -488,7 +489,7 @@ func (s *Skeleton) header() {
 		return
 	}
 	s.at, s.orig = len(s.out), append(s.orig[:0], s.hdr...)
-	s.out = append(append(append(s.out, secCustom), uleb128(uint64(len(body)))...), body...)
+	s.out = append(binary.AppendUvarint(append(s.out, secCustom), uint64(len(body))), body...) // LEB128
 	s.skip = int64(size) - int64(len(body))
 	s.hdr = s.hdr[:0]
 }
@@ -536,19 +537,4 @@ func uleb(b []byte) (uint64, int, bool) {
 		return 0, -1, false
 	}
 	return 0, 0, false
-}
-
-func uleb128(v uint64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			c |= 0x80
-		}
-		b = append(b, c)
-		if v == 0 {
-			return b
-		}
-	}
 }
