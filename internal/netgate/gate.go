@@ -262,13 +262,20 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 	}
 	ctx = context.WithValue(ctx, callKey{}, ctx)
 	var from *target
-	var red *redactor // the secrets' values, to take out of what comes back
+	var vals *secretValues // the module's secret values, read once per request
+	var red *redactor      // the same, to take out of what comes back
+	if len(g.secrets.list) > 0 {
+		vals = g.values(ctx)
+		// Every value, not only those this request carries: a server may
+		// echo one it stored earlier.
+		red = newRedactor(vals.vals)
+	}
 	for hops := 0; ; hops++ {
 		if err := g.decide(ctx, &out.target, from); err != nil {
 			return nil, err
 		}
 		hop := out
-		if len(g.secrets.list) > 0 {
+		if vals != nil {
 			// After the allowlist decision, on every hop: a redirect is a
 			// new destination for whatever placeholders still travel.
 			uses := out.uses()
@@ -276,14 +283,10 @@ func (g *Gate) Do(ctx context.Context, req *abi.HTTPRequest) (*abi.HTTPResponse,
 				return nil, g.deny(ctx, out.target.name, reason)
 			}
 			if len(uses) > 0 {
-				vals, err := g.values(ctx, uses)
-				if err != nil {
+				if err := vals.need(g.module, uses); err != nil {
 					return nil, err
 				}
-				hop = out.substituted(vals)
-			}
-			if red == nil {
-				red = g.redactor(ctx)
+				hop = out.substituted(vals.vals)
 			}
 		}
 		resp, err := g.transport.RoundTrip(hop.request(ctx))

@@ -158,24 +158,40 @@ func (g *Gate) checkSecrets(uses []use, t *target) string {
 	return ""
 }
 
-// values fetches the value of every secret the uses name, failing with the
-// source's error (an unset secret says how to set it).
-func (g *Gate) values(ctx context.Context, uses []use) (map[string][]byte, error) {
-	vals := make(map[string][]byte, len(uses))
-	for _, u := range uses {
-		if _, ok := vals[u.name]; ok {
+// secretValues are a request's secret values: each of the module's secrets
+// that has one, and why the others have none. They are read once per
+// request, for the substitution of every hop and for the redaction of the
+// response.
+type secretValues struct {
+	vals    map[string][]byte
+	missing map[string]error
+}
+
+func (g *Gate) values(ctx context.Context) *secretValues {
+	v := &secretValues{vals: map[string][]byte{}, missing: map[string]error{}}
+	for _, s := range g.secrets.list {
+		b, err := g.secrets.source.SecretValue(ctx, g.module, s.Name)
+		if err != nil {
+			v.missing[s.Name] = err
 			continue
 		}
-		v, err := g.secrets.source.SecretValue(ctx, g.module, u.name)
-		if err != nil {
-			return nil, err
-		}
-		if !validHeaderValue(string(v)) {
-			return nil, fmt.Errorf("secret %s of module %s has a control character (CR, LF, NUL, ...) in its value, which no header may carry: set it again", u.name, g.module)
-		}
-		vals[u.name] = v
+		v.vals[s.Name] = b
 	}
-	return vals, nil
+	return v
+}
+
+// need returns an error for the first secret the uses name that has no
+// usable value (the source's error says how to set it).
+func (v *secretValues) need(module string, uses []use) error {
+	for _, u := range uses {
+		if err := v.missing[u.name]; err != nil {
+			return err
+		}
+		if !validHeaderValue(string(v.vals[u.name])) {
+			return fmt.Errorf("secret %s of module %s has a control character (CR, LF, NUL, ...) in its value, which no header may carry: set it again", u.name, module)
+		}
+	}
+	return nil
 }
 
 // substituted returns a copy of o with every placeholder replaced by its
@@ -298,19 +314,6 @@ func (r *redactor) header(h http.Header) {
 			h[rk] = vs
 		}
 	}
-}
-
-// redactor returns the redactor for every secret of the module that has a
-// value now: a response may echo a value the request did not carry (one a
-// server stored earlier).
-func (g *Gate) redactor(ctx context.Context) *redactor {
-	vals := map[string][]byte{}
-	for _, s := range g.secrets.list {
-		if v, err := g.secrets.source.SecretValue(ctx, g.module, s.Name); err == nil {
-			vals[s.Name] = v
-		}
-	}
-	return newRedactor(vals)
 }
 
 // err returns err with every secret value in its text replaced by its
