@@ -15,15 +15,14 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/station-dev/station/internal/fsgate"
-	"github.com/station-dev/station/internal/netgate"
 	"github.com/station-dev/station/internal/units"
 	"github.com/station-dev/station/manifest"
 	"github.com/station-dev/station/sdk/abi"
 )
 
 // Inspect is the check a module passes before it is published: what a
-// station verifies at install that needs no station — the manifest's
-// gates compile, the binary is within the install limits, it compiles,
+// station verifies at install that needs no station — the binary is within
+// the install limits, it compiles,
 // it speaks the guest ABI and it imports only what its manifest grants —
 // without running any of its code. The hub runs it on every publish and
 // `station module publish` before it uploads, so that a module no station
@@ -37,12 +36,13 @@ import (
 // install limits and maxima, the programs requires.subprocess names on
 // that machine, and whatever the module does once started.
 //
+// m must come from manifest.Parse, which already checked everything a
+// manifest alone can get wrong (the allowlist, the schemas, the limits).
 // A module that would be refused yields an *InspectError listing every
 // problem found; any other error (ctx ended) is the caller's.
 func Inspect(ctx context.Context, m *manifest.Manifest, wasm []byte, opts InspectOptions) error {
 	lim := opts.Limits.withDefaults()
 	in := &inspection{m: m, lim: lim}
-	in.manifest()
 	size := opts.Size
 	if size == 0 {
 		size = int64(len(wasm))
@@ -140,32 +140,6 @@ func (in *inspection) err() error {
 		return nil
 	}
 	return &InspectError{Module: in.m.ID, Problems: in.problems}
-}
-
-// manifest repeats what a station derives from a parsed manifest at
-// install, before it looks at the binary.
-func (in *inspection) manifest() {
-	m := in.m
-	if _, err := netgate.Compile(m.Requires.Network.Allow); err != nil {
-		in.add("manifest", "requires.network.allow: "+err.Error())
-	}
-	for _, c := range m.Commands {
-		if c.InputSchema == "" {
-			continue
-		}
-		if _, err := manifest.CompileSchema([]byte(c.InputSchema)); err != nil {
-			in.add("manifest", fmt.Sprintf("commands %s: input_schema: %v", c.Name, err))
-		}
-	}
-	if m.Limits.MemoryBytes > 4<<30 {
-		in.add("manifest", "limits.memory exceeds 4GiB, the most a 32-bit WebAssembly module can address")
-	}
-	for name, v := range map[string]uint64{"max_input": m.Limits.MaxInput, "max_output": m.Limits.MaxOutput, "max_request": m.Limits.MaxRequest} {
-		if v > manifest.MaxDocument {
-			in.add("manifest", fmt.Sprintf("limits.%s %d bytes exceeds the station maximum %d", name, v, manifest.MaxDocument))
-		}
-	}
-	slices.SortStableFunc(in.problems, func(a, b Problem) int { return strings.Compare(a.Message, b.Message) })
 }
 
 // offeredBy is the set of station imports a module with manifest m is
