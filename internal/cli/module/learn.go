@@ -236,14 +236,9 @@ func learnRun(ctx context.Context, opts *LearnOptions) error {
 	}
 	rep := LearnReport{}
 	if !opts.NoBuild {
-		out := filepath.Join(opts.Dir, man.Wasm)
-		p := opts.StartProgress("building " + man.ID + "@" + man.Version)
-		err := opts.Build(ctx, opts.Dir, out)
-		took := cmdutil.Round(p.Stop())
-		if err != nil {
-			return fmt.Errorf("build %s: %w", man.ID, err)
+		if rep.Build, err = buildFor(ctx, opts.Dir, man, opts.Build, opts.StartProgress); err != nil {
+			return err
 		}
-		rep.Build = &TestedBuild{Wasm: out, Size: fileSize(out), Took: took, DurationMS: took.Milliseconds()}
 	}
 	if opts.Live && opts.OperatorNetwork != nil && len(opts.Network.Resolve) == 0 && opts.Network.ExtraCA == nil && opts.Network.AllowPrivate == nil {
 		// A live request goes where your station would send it.

@@ -1,14 +1,17 @@
 package module
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/station-dev/station/internal/cli/cmdutil"
 	"github.com/station-dev/station/internal/hubclient"
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/manifest"
 )
 
 // Permissions are approved permissions as --json prints them: those of
@@ -127,6 +130,20 @@ func isDir(p string) bool {
 }
 
 // fileSize is the size of the file at path, or 0 when it cannot be read.
+// buildFor builds the module man describes in dir to its wasm file, with
+// a progress line, for the commands that build before they run it
+// (module test, module learn).
+func buildFor(ctx context.Context, dir string, man *manifest.Manifest, build func(ctx context.Context, dir, out string) error, progress func(string) *cmdutil.Progress) (*TestedBuild, error) {
+	out := filepath.Join(dir, man.Wasm)
+	p := progress("building " + man.ID + "@" + man.Version)
+	err := build(ctx, dir, out)
+	took := cmdutil.Round(p.Stop())
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", man.ID, err)
+	}
+	return &TestedBuild{Wasm: out, Size: fileSize(out), Took: took, DurationMS: took.Milliseconds()}, nil
+}
+
 func fileSize(path string) int64 {
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -410,14 +409,9 @@ func testRun(ctx context.Context, opts *TestOptions) (err error) {
 	man := suite.Manifest
 	rep := TestReport{Module: man.ID, Version: man.Version, Fixtures: []TestedFixture{}, Tests: []TestCase{}}
 	if !opts.NoBuild {
-		out := filepath.Join(opts.Dir, man.Wasm)
-		p := opts.StartProgress("building " + man.ID + "@" + man.Version)
-		err := opts.Build(ctx, opts.Dir, out)
-		took := cmdutil.Round(p.Stop())
-		if err != nil {
-			return fmt.Errorf("build %s: %w", man.ID, err)
+		if rep.Build, err = buildFor(ctx, opts.Dir, man, opts.Build, opts.StartProgress); err != nil {
+			return err
 		}
-		rep.Build = &TestedBuild{Wasm: out, Size: fileSize(out), Took: took, DurationMS: took.Milliseconds()}
 	}
 	p := opts.StartProgress("installing " + man.ID + "@" + man.Version + " in a throwaway station")
 	sess, err := suite.Open(ctx, moduletest.OpenOptions{TempDir: opts.TempDir, Cache: opts.Cache, Logger: opts.Logger()})
