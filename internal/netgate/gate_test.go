@@ -129,21 +129,21 @@ func (w *world) accepted() int64 {
 
 func (w *world) gate(module string, allow ...string) *Gate {
 	w.t.Helper()
+	return w.gateWith(Options{Module: module}, allow...)
+}
+
+// gateWith is a gate with opts, allowing allow, under the world's operator
+// settings and recorder.
+func (w *world) gateWith(opts Options, allow ...string) *Gate {
+	w.t.Helper()
 	a, err := Compile(allow)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	g, err := New(Options{
-		Module: module,
-		Allow:  a,
-		Operator: &Operator{
-			Resolve:      w.resolve,
-			RootCAs:      w.ca.Pool(),
-			AllowPrivate: w.grants,
-			Resolver:     w.res,
-		},
-		Recorder: w.rec,
-	})
+	opts.Allow = a
+	opts.Operator = &Operator{Resolve: w.resolve, RootCAs: w.ca.Pool(), AllowPrivate: w.grants, Resolver: w.res}
+	opts.Recorder = w.rec
+	g, err := New(opts)
 	if err != nil {
 		w.t.Fatal(err)
 	}

@@ -64,25 +64,7 @@ func (s *seen) all() string {
 
 func (w *world) secretGate(module string, allow []string, secrets []Secret, src SecretSource) *Gate {
 	w.t.Helper()
-	a, err := Compile(allow)
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	g, err := New(Options{
-		Module: module,
-		Allow:  a,
-		Operator: &Operator{
-			Resolve: w.resolve, RootCAs: w.ca.Pool(), AllowPrivate: w.grants, Resolver: w.res,
-		},
-		Recorder:     w.rec,
-		Secrets:      secrets,
-		SecretSource: src,
-	})
-	if err != nil {
-		w.t.Fatal(err)
-	}
-	w.t.Cleanup(g.Close)
-	return g
+	return w.gateWith(Options{Module: module, Secrets: secrets, SecretSource: src}, allow...)
 }
 
 var placeholder = abi.SecretPlaceholder("STRIPE_KEY")
