@@ -610,9 +610,9 @@ func (l *learner) config(home, viewGlob, noPrograms string) ([]byte, error) {
 	fmt.Fprintf(&b, "filesystem:\n  grant: [%s]\n", q(viewGlob))
 	if l.im.processRun && len(l.o.AllowPrograms) == 0 {
 		// Any program, on a search path with none: every program the
-		// module names is refused and recorded, and none can start, so
-		// the children's confinement is moot.
-		fmt.Fprintf(&b, "subprocess:\n  grant_any: true\n  search_path: [%s]\n  allow_network: true\n  allow_unconfined_files: true\n", q(noPrograms))
+		// module names is refused and recorded, and none can start (and
+		// would be confined as always if one could).
+		fmt.Fprintf(&b, "subprocess:\n  grant_any: true\n  search_path: [%s]\n", q(noPrograms))
 	}
 	return b.Bytes(), nil
 }
