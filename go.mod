@@ -45,3 +45,5 @@ require (
 // The Go SDK is its own module (sdk/go.mod), released with the ABI; the
 // station builds against the copy in this repository.
 replace github.com/station-dev/station/sdk => ./sdk
+
+replace github.com/tetratelabs/wazero => ./third_party/wazero

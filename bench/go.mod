@@ -39,3 +39,5 @@ replace github.com/station-dev/station => ../
 tool golang.org/x/perf/cmd/benchstat
 
 replace github.com/station-dev/station/sdk => ../sdk
+
+replace github.com/tetratelabs/wazero => ../third_party/wazero

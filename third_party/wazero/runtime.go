@@ -2,6 +2,7 @@ package wazero
 
 import (
 	"context"
+	"crypto/sha256"
 	"fmt"
 	"sync/atomic"
 
@@ -187,7 +188,15 @@ func NewRuntimeWithConfig(ctx context.Context, rConfig RuntimeConfig) Runtime {
 		dwarfDisabled:         config.dwarfDisabled,
 		storeCustomSections:   config.storeCustomSections,
 		ensureTermination:     config.ensureTermination,
+		inlineTermination:     config.ensureTermination && inlineTerminationCheck(ctx),
 	}
+}
+
+// inlineTerminationCheck reports whether ctx selects the inline termination
+// check (experimental.WithInlineTerminationCheck).
+func inlineTerminationCheck(ctx context.Context) bool {
+	inline, _ := ctx.Value(expctxkeys.InlineTerminationCheckKey{}).(bool)
+	return inline
 }
 
 // runtime allows decoupling of public interfaces from internal representation.
@@ -209,6 +218,8 @@ type runtime struct {
 	closed atomic.Uint64
 
 	ensureTermination bool
+	// inlineTermination: see experimental.WithInlineTerminationCheck.
+	inlineTermination bool
 }
 
 // Module implements Runtime.Module.
@@ -259,6 +270,13 @@ func (r *runtime) CompileModule(ctx context.Context, binary []byte) (CompiledMod
 		return nil, err
 	}
 	internal.AssignModuleID(binary, listeners, r.ensureTermination)
+	// The engine reads the termination check from the compile context; it is
+	// the runtime's, whatever the caller's context says. Code with the inline
+	// check is not code without it: it has its own ID in every cache.
+	ctx = context.WithValue(ctx, expctxkeys.InlineTerminationCheckKey{}, r.inlineTermination)
+	if r.inlineTermination {
+		internal.ID = sha256.Sum256(append(internal.ID[:], "inline termination check"...))
+	}
 	if err = r.store.Engine.CompileModule(ctx, internal, listeners, r.ensureTermination); err != nil {
 		return nil, err
 	}

@@ -8,6 +8,10 @@ import (
 // Default is the default version value used when none was found.
 const Default = "dev"
 
+// ForkSuffix marks this copy of wazero as the station's patched fork; it
+// changes whenever the patch changes the compiled code.
+const ForkSuffix = "+station.1"
+
 // version holds the current version from the go.mod of downstream users or set by ldflag for wazero CLI.
 var version string
 
@@ -41,6 +45,11 @@ func GetWazeroVersion() (ret string) {
 	if versionMissing(ret) {
 		return Default // don't return parens
 	}
+
+	// This is the station's copy of wazero, which carries a patch
+	// (experimental.WithInlineTerminationCheck): its compiled code is not
+	// upstream's, so its version, which keys the compilation cache, says so.
+	ret += ForkSuffix
 
 	// Cache for the subsequent calls.
 	version = ret

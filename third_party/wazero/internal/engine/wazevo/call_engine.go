@@ -136,6 +136,12 @@ type (
 		// when an exception is caught. Compiled code loads this from execCtx
 		// after the trampoline call to decide which handler to dispatch to.
 		caughtExceptionClauseIdx int64
+		// stackGuardPtr is the address of the calling goroutine's stack guard
+		// (runtime.g.stackguard0), which the Go runtime poisons to ask the
+		// goroutine to stop at its next safe point (a preemption, a
+		// stop-the-world). Code compiled with the inline termination check
+		// reads it at every loop header and returns to Go when it is poisoned.
+		stackGuardPtr *uint64
 	}
 )
 
@@ -263,6 +269,10 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 		}
 	}
 
+	// The goroutine's stack guard, which code compiled with the inline
+	// termination check watches for the runtime's stop requests.
+	c.execCtx.stackGuardPtr = currentStackGuard()
+
 	// Clear any stale try_table handlers from a previous call.
 	c.tryHandlers = c.tryHandlers[:0]
 
@@ -323,7 +333,9 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 		}
 	}()
 
-	if ensureTermination {
+	// A context that is never done needs no watcher (and code compiled with
+	// the inline termination check is then ended by experimental.Terminate).
+	if ensureTermination && ctx.Done() != nil {
 		done := m.CloseModuleOnCanceledOrTimeout(ctx)
 		defer done()
 	}
@@ -474,8 +486,19 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 			// Note: this operation must be done in Go, not native code. The reason is that
 			// native code cannot be preempted and that means it can block forever if there are not
 			// enough OS threads (which we don't have control over).
+			//
+			// Code compiled with the inline termination check comes here only when
+			// its module's interrupt flag is raised or the runtime asked the
+			// goroutine to stop (its stack guard is poisoned): clear the flag before
+			// looking at Closed (a Terminate after the look raises it again), and
+			// yield, so that the scheduler, and a stop-the-world, never wait for
+			// the guest.
+			interrupted := m.Interrupt.Swap(0) != 0
 			if err := m.FailIfClosed(); err != nil {
 				panic(err)
+			}
+			if interrupted || preemptRequested(c.execCtx.stackGuardPtr) {
+				runtime.Gosched()
 			}
 			c.execCtx.exitCode = wazevoapi.ExitCodeOK
 			afterGoFunctionCallEntrypoint(c.execCtx.goCallReturnAddress, c.execCtxPtr,

@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/internal/engine/wazevo/frontend"
 	"github.com/tetratelabs/wazero/internal/engine/wazevo/ssa"
 	"github.com/tetratelabs/wazero/internal/engine/wazevo/wazevoapi"
+	"github.com/tetratelabs/wazero/internal/expctxkeys"
 	"github.com/tetratelabs/wazero/internal/filecache"
 	"github.com/tetratelabs/wazero/internal/platform"
 	"github.com/tetratelabs/wazero/internal/version"
@@ -249,6 +250,8 @@ func (e *engine) compileModule(ctx context.Context, module *wasm.Module, listene
 	}
 
 	needSourceInfo := module.DWARFLines != nil
+	inlineTermination, _ := ctx.Value(expctxkeys.InlineTerminationCheckKey{}).(bool)
+	inlineTermination = inlineTermination && ensureTermination
 
 	ssaBuilder := ssa.NewBuilder()
 	be := backend.NewCompiler(ctx, machine, ssaBuilder)
@@ -263,7 +266,8 @@ func (e *engine) compileModule(ctx context.Context, module *wasm.Module, listene
 
 	if workers := experimental.GetCompilationWorkers(ctx); workers <= 1 {
 		// Compile with a single goroutine.
-		fe := frontend.NewFrontendCompiler(module, ssaBuilder, &cm.offsets, ensureTermination, withListener, needSourceInfo)
+		fe := frontend.NewFrontendCompiler(module, ssaBuilder, &cm.offsets, ensureTermination, withListener, needSourceInfo).
+			WithInlineTerminationCheck(inlineTermination)
 
 		for i := range module.CodeSection {
 			if wazevoapi.DeterministicCompilationVerifierEnabled {
@@ -318,7 +322,8 @@ func (e *engine) compileModule(ctx context.Context, module *wasm.Module, listene
 				be := backend.NewCompiler(ctx, machine, ssaBuilder)
 				fe := frontend.NewFrontendCompiler(
 					module, ssaBuilder, &cm.offsets, ensureTermination, withListener, needSourceInfo).
-					WithCatchClauseTable(sharedCCT)
+					WithCatchClauseTable(sharedCCT).
+					WithInlineTerminationCheck(inlineTermination)
 
 				for {
 					if err := ctx.Err(); err != nil {

@@ -31,6 +31,9 @@ type Compiler struct {
 	refFuncSig             ssa.Signature
 	memmoveSig             ssa.Signature
 	ensureTermination      bool
+	// inlineTermination: the loop-header check loads the module's interrupt
+	// flag and calls into Go only when it is raised.
+	inlineTermination bool
 
 	// Followings are reset by per function.
 
@@ -114,6 +117,14 @@ func NewFrontendCompiler(m *wasm.Module, ssaBuilder ssa.Builder, offset *wazevoa
 		varLengthKnownSafeBoundWithIDPool: wazevoapi.NewVarLengthPool[knownSafeBoundWithID](),
 	}
 	c.declareSignatures(listenerOn)
+	return c
+}
+
+// WithInlineTerminationCheck makes the termination check at loop headers
+// (ensureTermination) a load of the module's interrupt flag and a branch,
+// calling into Go only when the flag is raised.
+func (c *Compiler) WithInlineTerminationCheck(inline bool) *Compiler {
+	c.inlineTermination = inline
 	return c
 }
 

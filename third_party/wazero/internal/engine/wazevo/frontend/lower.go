@@ -1352,7 +1352,9 @@ func (c *Compiler) lowerCurrentOpcode() {
 
 		c.switchTo(originalLen, loopHeader)
 
-		if c.ensureTermination {
+		if c.ensureTermination && c.inlineTermination {
+			c.insertInlineTerminationCheck()
+		} else if c.ensureTermination {
 			checkModuleExitCodePtr := builder.AllocateInstruction().
 				AsLoad(c.execCtxPtrValue,
 					wazevoapi.ExecutionContextOffsetCheckModuleExitCodeTrampolineAddress.U32(),
@@ -5042,4 +5044,59 @@ func (c *Compiler) boundsCheckInMemory(memLen, offset, size ssa.Value) {
 	builder.AllocateInstruction().
 		AsExitIfTrueWithCode(c.execCtxPtrValue, cmp, wazevoapi.ExitCodeMemoryOutOfBounds).
 		Insert(builder)
+}
+
+// stackGuardPoisoned: a goroutine's stack guard above it is poisoned (see
+// wazevo.stackGuardPoisoned).
+const stackGuardPoisoned = 0xffff_0000_0000_0000
+
+// insertInlineTerminationCheck inserts, at the current point of a loop
+// header, the inline termination check: load the module's interrupt flag
+// (through the *wasm.ModuleInstance the module context begins with) and the
+// goroutine's stack guard and, only when the flag is raised or the guard is
+// poisoned, call the check-module-exit-code trampoline, which clears the
+// flag, yields the goroutine, and traps if the module is closed.
+func (c *Compiler) insertInlineTerminationCheck() {
+	builder := c.ssaBuilder
+	moduleInstance := builder.AllocateInstruction().
+		AsLoad(c.moduleCtxPtrValue, c.offset.ModuleInstanceOffset.U32(), ssa.TypeI64).
+		Insert(builder).Return()
+	flag := builder.AllocateInstruction().
+		AsLoad(moduleInstance, uint32(wasm.InterruptOffset), ssa.TypeI32).
+		Insert(builder).Return()
+	// The goroutine's stack guard, poisoned by the Go runtime to ask it to stop.
+	stackGuardPtr := builder.AllocateInstruction().
+		AsLoad(c.execCtxPtrValue, wazevoapi.ExecutionContextOffsetStackGuardPtr.U32(), ssa.TypeI64).
+		Insert(builder).Return()
+	stackGuard := builder.AllocateInstruction().
+		AsLoad(stackGuardPtr, 0, ssa.TypeI64).
+		Insert(builder).Return()
+	poisonedBelow := builder.AllocateInstruction().AsIconst64(stackGuardPoisoned).Insert(builder).Return()
+	poisoned := builder.AllocateInstruction().
+		AsIcmp(stackGuard, poisonedBelow, ssa.IntegerCmpCondUnsignedGreaterThan).
+		Insert(builder).Return()
+	or := builder.AllocateInstruction()
+	or.AsBor(flag, poisoned)
+	builder.InsertInstruction(or)
+	stop := or.Return()
+
+	slow, cont := builder.AllocateBasicBlock(), builder.AllocateBasicBlock()
+	builder.AllocateInstruction().AsBrnz(stop, ssa.ValuesNil, slow).Insert(builder)
+	c.insertJumpToBlock(ssa.ValuesNil, cont)
+
+	builder.SetCurrentBlock(slow)
+	checkModuleExitCodePtr := builder.AllocateInstruction().
+		AsLoad(c.execCtxPtrValue,
+			wazevoapi.ExecutionContextOffsetCheckModuleExitCodeTrampolineAddress.U32(),
+			ssa.TypeI64,
+		).Insert(builder).Return()
+	args := c.allocateVarLengthValues(1, c.execCtxPtrValue)
+	builder.AllocateInstruction().
+		AsCallIndirect(checkModuleExitCodePtr, &c.checkModuleExitCodeSig, args).
+		Insert(builder)
+	c.insertJumpToBlock(ssa.ValuesNil, cont)
+
+	builder.SetCurrentBlock(cont)
+	builder.Seal(slow)
+	builder.Seal(cont)
 }

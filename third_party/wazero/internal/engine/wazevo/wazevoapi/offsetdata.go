@@ -70,6 +70,8 @@ const (
 	// ExecutionContextOffsetCaughtExceptionClauseIdx is the matched catch clause index
 	// written by handleException and read by compiled handler dispatch code.
 	ExecutionContextOffsetCaughtExceptionClauseIdx Offset = 1232
+	// ExecutionContextOffsetStackGuardPtr is an offset of `stackGuardPtr` field in wazevo.executionContext
+	ExecutionContextOffsetStackGuardPtr Offset = 1240
 )
 
 // ModuleContextOffsetData allows the compilers to get the information about offsets to the fields of wazevo.moduleContextOpaque,
