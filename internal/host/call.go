@@ -79,7 +79,12 @@ func (e *CallError) Unwrap() error {
 // callState is the per-call state of an instance: what the host functions
 // may touch while a call is active. It is reset after each call.
 type callState struct {
+	// parent is the caller's context and deadline the call's; host calls
+	// that wait use context(), made from both at the first that needs it.
+	parent    context.Context
+	deadline  time.Time
 	ctx       context.Context
+	cancel    context.CancelFunc
 	call      *sandbox.Call // attribution of the call in progress; nil between calls
 	bufs      [MaxBuffers][]byte
 	live      [MaxBuffers]bool
@@ -94,8 +99,21 @@ type callState struct {
 	bufBudget int // the module's bufBudget, set when the instance is created
 }
 
+// context returns the call's context: the caller's, ending at the call's
+// deadline. Only host calls that wait (a request, a program, a sleep) need
+// one, so most calls never make it.
+func (st *callState) context() context.Context {
+	if st.ctx == nil {
+		st.ctx, st.cancel = context.WithDeadline(st.parent, st.deadline)
+	}
+	return st.ctx
+}
+
 func (st *callState) reset() {
-	st.ctx = nil
+	if st.cancel != nil {
+		st.cancel()
+	}
+	st.parent, st.ctx, st.cancel = nil, nil, nil
 	st.call = nil
 	for i := range st.bufs {
 		st.bufs[i] = nil
@@ -182,9 +200,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		}
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, m.limits.Timeout)
-	defer cancel()
-
+	deadline := time.Now().Add(m.limits.Timeout)
 	inst := m.pool.get()
 	for inst != nil && inst.mod.IsClosed() {
 		inst.close()        // closed behind our back (a deadline that fired as a call returned)
@@ -192,7 +208,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	}
 	if inst == nil || m.limits.Fresh {
 		var err error
-		inst, err = m.instantiate(ctx)
+		inst, err = m.instantiate(ctx, deadline)
 		if err != nil {
 			return nil, &CallError{Module: m.id, Command: command, Kind: KindCrash, Msg: err.Error()}
 		}
@@ -201,19 +217,24 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	ctx = sandbox.WithCall(ctx, call)
 	st := &inst.st
 	st.violation, st.limit, st.fault = nil, nil, "" // nothing from the start function is this call's
-	st.ctx = ctx
-	inst.sleepCtx = ctx
+	st.parent, st.deadline = ctx, deadline
 	st.call = call
 	cmdH := st.newBuf(m.commandBytes[ci]) // shared and never written: buf_read only copies out
 	var inH uint32
 	if len(input) > 0 {
 		inH = st.newBuf(input)
 	}
-	cctx := context.WithValue(ctx, instKey{}, inst)
+	inst.gctx.Context = context.WithValue(ctx, instKey{}, inst)
 	stack := inst.stack[:] // the instance's own: no allocation per call
 	stack[0], stack[1] = uint64(cmdH), uint64(inH)
 	inst.memory.reset() // a grow refused in the start function is not this call's
-	callErr := inst.fn.CallWithStack(cctx, stack)
+	var callErr error
+	ended := inst.wd.arm(inst.mod, ctx, deadline)
+	if ended == nil {
+		callErr = inst.fn.CallWithStack(&inst.gctx, stack)
+		ended = inst.wd.disarm()
+	}
+	inst.gctx.Context = nil
 	oom := m.outOfMemory(inst, call)
 	if oom != nil && st.limit == nil {
 		st.limit = oom
@@ -222,9 +243,12 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	var out []byte
 	var err error
 	switch {
+	case callErr != nil && ended != nil:
+		inst.dead = true
+		err = m.endedError(command, ended)
 	case callErr != nil:
 		inst.dead = true
-		err = m.trapError(ctx, command, callErr, inst, oom)
+		err = m.trapError(command, callErr, inst, oom)
 	case st.fault != "":
 		inst.dead = true // its memory is suspect
 		err = &CallError{Module: m.id, Command: command, Kind: KindFault, Msg: st.fault}
@@ -256,8 +280,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if st.logLines > MaxLogLinesPerCall {
 		m.log.Warn(fmt.Sprintf("module %s: %s: dropped %d log lines over the limit of %d per call", m.id, command, st.logLines-MaxLogLinesPerCall, MaxLogLinesPerCall))
 	}
-	if ctx.Err() != nil || inst.mod.IsClosed() {
-		inst.dead = true // the deadline may have closed it as it returned
+	if inst.mod.IsClosed() {
+		inst.dead = true // the watchdog may have closed it as it returned
 	}
 	if inst.fsys != nil && fsgate.OpenIn(inst.fsys) > 0 {
 		// It kept files open past its call: close it, and them, rather
@@ -266,7 +290,6 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		inst.dead = true
 	}
 	st.reset()
-	inst.sleepCtx = nil
 
 	if inst.dead || m.limits.Fresh {
 		inst.close()
@@ -276,19 +299,23 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	return out, err
 }
 
+// endedError is the error of a call that the watchdog ended: at its
+// deadline (context.DeadlineExceeded), or because its caller gave up (the
+// caller's context's error).
+func (m *Module) endedError(command string, reason error) error {
+	e := &CallError{Module: m.id, Command: command, Kind: KindTimeout}
+	if errors.Is(reason, context.Canceled) {
+		e.Msg = "canceled"
+	} else {
+		e.Msg = fmt.Sprintf("did not finish within its deadline (%s); the instance was stopped", roundDur(m.limits.Timeout))
+	}
+	return e
+}
+
 // trapError is the error of a call that trapped or exited; oom is the
 // refusal of a grow past the memory limit earlier in the call, if any.
-func (m *Module) trapError(ctx context.Context, command string, callErr error, inst *instance, oom *sandbox.LimitError) error {
+func (m *Module) trapError(command string, callErr error, inst *instance, oom *sandbox.LimitError) error {
 	e := &CallError{Module: m.id, Command: command, Kind: KindCrash}
-	if ctx.Err() != nil {
-		e.Kind = KindTimeout
-		if errors.Is(ctx.Err(), context.Canceled) {
-			e.Msg = "canceled"
-		} else {
-			e.Msg = fmt.Sprintf("did not finish within its deadline (%s); the instance was stopped", roundDur(m.limits.Timeout))
-		}
-		return e
-	}
 	trap := describeTrap(callErr, inst.err.tail())
 	if oom != nil {
 		// The trap follows a grow refused at the limit: a Go guest's runtime

@@ -26,6 +26,14 @@ import (
 	"github.com/station-dev/station/manifest"
 )
 
+// newRuntime returns a module runtime: runtimeConfig's, compiling the
+// inline termination check (a load and a branch at each loop header, where
+// upstream wazero calls into Go; RATIONALE.md, "Why a patched wazero?").
+// Every call on it is armed with a watchdog (watchdog.go).
+func newRuntime(ctx context.Context, cache wazero.CompilationCache) wazero.Runtime {
+	return wazero.NewRuntimeWithConfig(experimental.WithInlineTerminationCheck(ctx), runtimeConfig(cache))
+}
+
 // runtimeConfig is every module runtime's configuration. The compile child
 // uses the very same one: wazero keys its compilation cache by the binary
 // and the settings that change the code (WithCloseOnContextDone), so what
@@ -311,7 +319,7 @@ func compileChild(args []string, stdin io.Reader, stdout io.Writer) int {
 		fmt.Fprintln(stdout, "station compile child:", err)
 		return compileChildUsage
 	}
-	rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(cache))
+	rt := newRuntime(ctx, cache)
 	if _, err := rt.CompileModule(ctx, wasm); err != nil {
 		fmt.Fprint(stdout, err)
 		return compileChildRefused

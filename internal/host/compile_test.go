@@ -29,7 +29,7 @@ func TestVettedModulesSkipTheChild(t *testing.T) {
 		defer cache.Close(ctx)
 		c := newCompiler(opts, slog.New(slog.DiscardHandler))
 		c.exe = func() (string, error) { children++; return selfExe() }
-		rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(cache))
+		rt := newRuntime(ctx, cache)
 		defer rt.Close(ctx)
 		for range 2 {
 			if _, err := c.compile(ctx, rt, "test/vetted", Digest(wasm), wasm, 16); err != nil {
@@ -68,7 +68,7 @@ func TestNoChildRefuses(t *testing.T) {
 	} {
 		c := newCompiler(Options{CacheDir: dir}, slog.New(slog.DiscardHandler))
 		c.exe = exe
-		rt := wazero.NewRuntimeWithConfig(ctx, runtimeConfig(cache))
+		rt := newRuntime(ctx, cache)
 		_, err := c.compile(ctx, rt, "test/unbounded", Digest(wasm), wasm, 16)
 		rt.Close(ctx)
 		if err == nil || !strings.Contains(err.Error(), "module test/unbounded: install: its compilation cannot be bounded in memory") {

@@ -75,7 +75,7 @@ func (m *Module) link(ctx context.Context) error {
 // running, or nil (during _initialize, or if anything is inconsistent).
 func (m *Module) active(ctx context.Context, mod api.Module) *instance {
 	inst := instanceFrom(ctx)
-	if inst == nil || inst.m != m || inst.mod != mod || inst.st.ctx == nil {
+	if inst == nil || inst.m != m || inst.mod != mod || inst.st.call == nil {
 		return nil
 	}
 	return inst
@@ -280,7 +280,7 @@ func docCall[Req any](m *Module, ctx context.Context, mod api.Module, stack []ui
 		stack[0] = m.errResult(st, abi.StatusInvalid, &abi.Error{Message: "request document: " + err.Error()})
 		return
 	}
-	resp, err := gate(st.ctx, &req)
+	resp, err := gate(st.context(), &req)
 	if err != nil {
 		stack[0] = m.errResult(st, statusOf(err), errorDoc(err))
 		var v *sandbox.Violation

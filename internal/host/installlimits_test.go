@@ -3,6 +3,7 @@ package host_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"os"
@@ -179,16 +180,27 @@ func realModules(t testing.TB) map[string][]byte {
 	return mods
 }
 
-// wazeroDir is wazero's module directory (its test data holds modules
-// built by TinyGo, Rust, Zig and C compilers, and the spec tests).
+// wazeroDir is the directory of the wazero release the station's copy
+// comes from (third_party/wazero holds no test data; the release's holds
+// modules built by TinyGo, Rust, Zig and C compilers, and the spec tests).
 func wazeroDir(t testing.TB) string {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/tetratelabs/wazero")
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}}", "github.com/tetratelabs/wazero")
 	cmd.Dir = repoRoot(t)
-	out, err := cmd.Output()
+	version, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list wazero: %v", err)
 	}
-	return strings.TrimSpace(string(out))
+	cmd = exec.Command("go", "mod", "download", "-json", "github.com/tetratelabs/wazero@"+strings.TrimSpace(string(version)))
+	cmd.Dir = repoRoot(t)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go mod download wazero: %v", err)
+	}
+	var mod struct{ Dir string }
+	if err := json.Unmarshal(out, &mod); err != nil || mod.Dir == "" {
+		t.Fatalf("go mod download wazero: no directory in %s", out)
+	}
+	return mod.Dir
 }
 
 // The defaults accept every real module: the Go modules the tests build

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/station-dev/station/internal/wasmbuild"
 	"github.com/station-dev/station/manifest"
@@ -46,7 +47,7 @@ func BenchmarkInstanceMemory(b *testing.B) {
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	for b.Loop() {
-		inst, err := m.instantiate(ctx)
+		inst, err := m.instantiate(ctx, time.Now().Add(time.Minute))
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -209,7 +209,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 	}
 
 	pages := uint32((limits.MemoryBytes + 65535) / 65536)
-	m.rt = wazero.NewRuntimeWithConfig(ctx, runtimeConfig(h.cache))
+	m.rt = newRuntime(ctx, h.cache)
 	ok := false
 	defer func() {
 		if !ok {
@@ -239,9 +239,7 @@ func (h *Host) newModule(ctx context.Context, man *manifest.Manifest, wasm []byt
 		return nil, fmt.Errorf("link station imports: %w", err)
 	}
 	// Warm one instance now, so a module that cannot start fails at load.
-	ictx, cancel := context.WithTimeout(ctx, limits.Timeout)
-	inst, err := m.instantiate(ictx)
-	cancel()
+	inst, err := m.instantiate(ctx, time.Now().Add(limits.Timeout))
 	if err != nil {
 		return nil, err
 	}
@@ -336,9 +334,13 @@ type instance struct {
 	// initializing is set while the start function runs: host calls and
 	// file operations are refused then (no call is active).
 	initializing bool
-	// sleepCtx ends WASI sleeps: the instantiation's context while the
-	// start function runs, then each call's.
+	// sleepCtx ends WASI sleeps while the start function runs (a call's
+	// sleeps end with its context).
 	sleepCtx context.Context
+	// wd ends a call at its deadline, and gctx is the context its guest
+	// code runs with (watchdog.go).
+	wd   watchdog
+	gctx guestContext
 	// stack holds station_call's parameters and result (calls on an
 	// instance never overlap).
 	stack [2]uint64
@@ -350,7 +352,14 @@ type instance struct {
 	memory *linearMemory
 }
 
-func (m *Module) instantiate(ctx context.Context) (*instance, error) {
+// instantiate makes a new instance, whose start function must finish by
+// deadline.
+func (m *Module) instantiate(ctx context.Context, deadline time.Time) (*instance, error) {
+	// The start function runs under wazero's own watch of a context: it
+	// runs once per instance, so the goroutine per call the watchdog saves
+	// calls is not worth saving here.
+	ctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
 	inst := &instance{m: m, sleepCtx: ctx}
 	inst.st.bufBudget = m.bufBudget
 	inst.err.log = m.log
@@ -421,6 +430,9 @@ func (m *Module) instantiate(ctx context.Context) (*instance, error) {
 // deadline instead of outliving it.
 func (inst *instance) sleep(ns int64) {
 	ctx := inst.sleepCtx
+	if inst.st.call != nil {
+		ctx = inst.st.context()
+	}
 	if ctx == nil {
 		return // no call and no start function is running: nothing may wait
 	}

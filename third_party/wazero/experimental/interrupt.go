@@ -10,19 +10,20 @@ import (
 // WithInlineTerminationCheck returns a context for
 // wazero.NewRuntimeWithConfig. A compiler runtime made with it and
 // RuntimeConfig.WithCloseOnContextDone(true) compiles, at every loop
-// header, a load of the module's interrupt flag and a branch, instead of a
-// call into Go: guest code runs at the speed it has without
-// WithCloseOnContextDone, and returns to Go only when the flag is raised.
+// header and function entry, a load of the module's interrupt flag and of
+// the goroutine's stack guard and a branch, instead of a call into Go at
+// every loop header: guest code runs at close to the speed it has without
+// WithCloseOnContextDone, and returns to Go only when the flag is raised
+// (Interrupt, Terminate, or the module closed) or the Go runtime asks the
+// goroutine to stop (a preemption, a stop-the-world). A function's entry is
+// checked too, so code without loops that runs for ever in calls (a
+// recursion that fans out) stops as well.
 //
-// Closing a module from a done context still works as documented on
-// WithCloseOnContextDone: the watcher closes the module and raises the
-// flag. What the embedder takes on is the Go scheduler: code that never
-// returns to Go can hold up the runtime's stop-the-world (a garbage
-// collection waits for it). An embedder that runs long calls must call
-// Interrupt on them periodically (every millisecond, say), and may then
-// call them with a context that is never done (context.Background, or
-// context.WithoutCancel), which starts no watcher goroutine, ending them
-// with Terminate instead.
+// A done context still closes the module as documented on
+// WithCloseOnContextDone (the close raises the flag). A context that is
+// never done (context.Background, context.WithoutCancel) starts no watcher
+// goroutine for the call: the embedder then ends a call with Terminate,
+// from a timer of its own.
 //
 // This is a patch of the station's copy of wazero; upstream has no such
 // option.

@@ -133,6 +133,90 @@ func TestSpinningGuestSharesTheProcessor(t *testing.T) {
 	}
 }
 
+// fanWasm is a recursion that fans out and has no loop:
+//
+//	(func (export "fan") (param i32)
+//	  (if (local.get 0) (then
+//	    (call 0 (i32.sub (local.get 0) (i32.const 1)))
+//	    (call 0 (i32.sub (local.get 0) (i32.const 1))))))
+//
+// fan(60) makes 2^60 calls and never reaches a loop header.
+var fanWasm = []byte{
+	0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+	0x01, 0x05, 0x01, 0x60, 0x01, 0x7f, 0x00, // type: (i32) -> ()
+	0x03, 0x02, 0x01, 0x00,
+	0x07, 0x07, 0x01, 0x03, 'f', 'a', 'n', 0x00, 0x00,
+	0x0a, 0x17, 0x01, 0x15, 0x00,
+	0x20, 0x00, 0x04, 0x40,
+	0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00,
+	0x20, 0x00, 0x41, 0x01, 0x6b, 0x10, 0x00,
+	0x0b, 0x0b,
+}
+
+// The function-entry check stops code that has no loop: a recursion that
+// fans out ends with Terminate, and a stop-the-world does not wait for it.
+func TestTerminateStopsARecursionWithoutLoops(t *testing.T) {
+	if !platformHasCompiler() {
+		t.Skip("no compiler on this platform")
+	}
+	ctx := experimental.WithInlineTerminationCheck(context.Background())
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true))
+	defer rt.Close(ctx)
+	mod, err := rt.Instantiate(ctx, fanWasm)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		runtime.GC()
+		experimental.Terminate(mod, sys.ExitCodeDeadlineExceeded)
+	}()
+	_, err = mod.ExportedFunction("fan").Call(context.Background(), 60)
+	if c := exitCode(t, err); c != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("exit code %d, want %d", c, sys.ExitCodeDeadlineExceeded)
+	}
+}
+
+// A guest loop that a host function calls back into, while the guest's
+// own call waits in that host function, stops with Terminate too.
+func TestTerminateStopsALoopInAHostCallback(t *testing.T) {
+	if !platformHasCompiler() {
+		t.Skip("no compiler on this platform")
+	}
+	ctx := experimental.WithInlineTerminationCheck(context.Background())
+	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true))
+	defer rt.Close(ctx)
+	var guest api.Module
+	_, err := rt.NewHostModuleBuilder("env").NewFunctionBuilder().
+		WithFunc(func(ctx context.Context) {
+			_, err := guest.ExportedFunction("spin").Call(ctx) // the callback loops
+			panic(err)                                         // unwind the outer call with the callback's error
+		}).Export("callback").Instantiate(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (module (import "env" "callback" (func))
+	//   (func (export "run") (call 0))
+	//   (func (export "spin") (loop (br 0))))
+	cb := []byte{
+		0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
+		0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
+		0x02, 0x10, 0x01, 0x03, 'e', 'n', 'v', 0x08, 'c', 'a', 'l', 'l', 'b', 'a', 'c', 'k', 0x00, 0x00,
+		0x03, 0x03, 0x02, 0x00, 0x00,
+		0x07, 0x0e, 0x02, 0x03, 'r', 'u', 'n', 0x00, 0x01, 0x04, 's', 'p', 'i', 'n', 0x00, 0x02,
+		0x0a, 0x0e, 0x02, 0x04, 0x00, 0x10, 0x00, 0x0b, 0x07, 0x00, 0x03, 0x40, 0x0c, 0x00, 0x0b, 0x0b,
+	}
+	guest, err = rt.Instantiate(ctx, cb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.AfterFunc(20*time.Millisecond, func() { experimental.Terminate(guest, sys.ExitCodeDeadlineExceeded) })
+	_, err = guest.ExportedFunction("run").Call(context.Background())
+	if c := exitCode(t, err); c != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("exit code %d, want %d", c, sys.ExitCodeDeadlineExceeded)
+	}
+}
+
 // Interrupt on a module that is not running only costs its next call one
 // detour; the call still returns normally.
 func TestInterruptIdleModule(t *testing.T) {

@@ -121,8 +121,10 @@ func NewFrontendCompiler(m *wasm.Module, ssaBuilder ssa.Builder, offset *wazevoa
 }
 
 // WithInlineTerminationCheck makes the termination check at loop headers
-// (ensureTermination) a load of the module's interrupt flag and a branch,
-// calling into Go only when the flag is raised.
+// (ensureTermination) a load of the module's interrupt flag and of the
+// goroutine's stack guard and a branch, calling into Go only when the flag
+// is raised or the guard poisoned, and adds the same check at each
+// function's entry.
 func (c *Compiler) WithInlineTerminationCheck(inline bool) *Compiler {
 	c.inlineTermination = inline
 	return c

@@ -154,6 +154,13 @@ func (c *Compiler) lowerBody(entryBlk ssa.BasicBlock) {
 		c.callListenerBefore()
 	}
 
+	// With the inline termination check, a function checks at its entry as
+	// well as at its loop headers: code without loops can still run for
+	// ever in calls (a recursion that fans out), and the check is cheap.
+	if c.ensureTermination && c.inlineTermination {
+		c.insertInlineTerminationCheck()
+	}
+
 	// Pushes the empty control frame which corresponds to the function return.
 	c.loweringState.ctrlPush(controlFrame{
 		kind:           controlFrameKindFunction,
@@ -5051,7 +5058,7 @@ func (c *Compiler) boundsCheckInMemory(memLen, offset, size ssa.Value) {
 const stackGuardPoisoned = 0xffff_0000_0000_0000
 
 // insertInlineTerminationCheck inserts, at the current point of a loop
-// header, the inline termination check: load the module's interrupt flag
+// header or a function's entry, the inline termination check: load the module's interrupt flag
 // (through the *wasm.ModuleInstance the module context begins with) and the
 // goroutine's stack guard and, only when the flag is raised or the guard is
 // poisoned, call the check-module-exit-code trampoline, which clears the
