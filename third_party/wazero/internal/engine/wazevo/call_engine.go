@@ -142,6 +142,10 @@ type (
 		// stop-the-world). Code compiled with the inline termination check
 		// reads it at every loop header and returns to Go when it is poisoned.
 		stackGuardPtr *uint64
+		// checkModuleExitCodePreservingAddress is the address of the
+		// register-preserving sequence the inline termination check calls,
+		// where the backend has one (amd64).
+		checkModuleExitCodePreservingAddress *byte
 	}
 )
 

@@ -56,6 +56,10 @@ type (
 		// checkModuleExitCodeAddress is the address of checking module instance exit code.
 		// This is used when ensureTermination is true.
 		checkModuleExitCodeAddress *byte
+		// checkModuleExitCodePreservingAddress is the address of the
+		// register-preserving sequence that the inline termination check
+		// calls, or nil where the backend has none.
+		checkModuleExitCodePreservingAddress *byte
 		// stackGrowAddress is the address of growing stack builtin function.
 		stackGrowAddress *byte
 		// tableGrowAddress is the address of table.grow builtin function.
@@ -758,7 +762,7 @@ func (e *engine) NewModuleEngine(m *wasm.Module, mi *wasm.ModuleInstance) (wasm.
 }
 
 func (e *engine) compileSharedFunctions() {
-	var sizes [12]int
+	var sizes [13]int
 	var trampolines []byte
 
 	addTrampoline := func(i int, buf []byte) {
@@ -858,6 +862,15 @@ func (e *engine) compileSharedFunctions() {
 			Results: []ssa.Type{},
 		}, false))
 
+	// The register-preserving sequence of the inline termination check, where
+	// the backend has one (sizes[12] stays 0 otherwise).
+	if pm, ok := e.machine.(interface {
+		CompileCheckModuleExitCodePreservingSequence() []byte
+	}); ok {
+		e.be.Init()
+		addTrampoline(12, pm.CompileCheckModuleExitCodePreservingSequence())
+	}
+
 	fns := &sharedFunctions{
 		executable:          mmapExecutable(trampolines),
 		listenerTrampolines: make(listenerTrampolines),
@@ -888,6 +901,10 @@ func (e *engine) compileSharedFunctions() {
 	fns.tryTableEnterAddress = &fns.executable[offset]
 	offset += sizes[10]
 	fns.tryTableLeaveAddress = &fns.executable[offset]
+	offset += sizes[11]
+	if sizes[12] > 0 {
+		fns.checkModuleExitCodePreservingAddress = &fns.executable[offset]
+	}
 
 	if wazevoapi.PerfMapEnabled {
 		wazevoapi.PerfMap.AddEntry(uintptr(unsafe.Pointer(fns.memoryGrowAddress)), uint64(sizes[0]), "memory_grow_trampoline")

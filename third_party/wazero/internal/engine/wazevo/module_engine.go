@@ -211,6 +211,7 @@ func (m *moduleEngine) NewFunction(index wasm.Index) api.Function {
 	ce.execCtx.memoryGrowTrampolineAddress = sharedFunctions.memoryGrowAddress
 	ce.execCtx.stackGrowCallTrampolineAddress = sharedFunctions.stackGrowAddress
 	ce.execCtx.checkModuleExitCodeTrampolineAddress = sharedFunctions.checkModuleExitCodeAddress
+	ce.execCtx.checkModuleExitCodePreservingAddress = sharedFunctions.checkModuleExitCodePreservingAddress
 	ce.execCtx.tableGrowTrampolineAddress = sharedFunctions.tableGrowAddress
 	ce.execCtx.refFuncTrampolineAddress = sharedFunctions.refFuncAddress
 	ce.execCtx.memoryWait32TrampolineAddress = sharedFunctions.memoryWait32Address

@@ -7,8 +7,8 @@ import "unsafe"
 // pointer with it, at this fixed offset, so its place is part of the
 // compiler's ABI. The runtime sets it to a value above any stack address
 // (stackPreempt, stackFork, stackForceMove) to make the goroutine enter the
-// scheduler at its next prologue; stackGuardPoisoned is below all of them
-// and above every user-space address.
+// scheduler at its next prologue: all of them have their top 16 bits set,
+// which no user-space address has (compiled code reads those 16 bits).
 const (
 	stackGuardOffset   = 2 * unsafe.Sizeof(uintptr(0))
 	stackGuardPoisoned = 0xffff_0000_0000_0000
@@ -30,5 +30,5 @@ func currentStackGuard() *uint64 {
 // preemptRequested reports whether the Go runtime asked the goroutine
 // whose stack guard is at sg to stop.
 func preemptRequested(sg *uint64) bool {
-	return sg != nil && *sg > stackGuardPoisoned
+	return sg != nil && *sg&stackGuardPoisoned != 0
 }

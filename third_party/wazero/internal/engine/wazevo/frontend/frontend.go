@@ -34,6 +34,9 @@ type Compiler struct {
 	// inlineTermination: the loop-header check loads the module's interrupt
 	// flag and calls into Go only when it is raised.
 	inlineTermination bool
+	// interruptFlagPtr and stackGuardPtr are what the inline termination
+	// checks read, loaded at the function's entry.
+	interruptFlagPtr, stackGuardPtr ssa.Value
 
 	// Followings are reset by per function.
 

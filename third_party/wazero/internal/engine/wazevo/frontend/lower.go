@@ -158,6 +158,7 @@ func (c *Compiler) lowerBody(entryBlk ssa.BasicBlock) {
 	// well as at its loop headers: code without loops can still run for
 	// ever in calls (a recursion that fans out), and the check is cheap.
 	if c.ensureTermination && c.inlineTermination {
+		c.loadInlineTerminationPointers()
 		c.insertInlineTerminationCheck()
 	}
 
@@ -5053,40 +5054,62 @@ func (c *Compiler) boundsCheckInMemory(memLen, offset, size ssa.Value) {
 		Insert(builder)
 }
 
-// stackGuardPoisoned: a goroutine's stack guard above it is poisoned (see
-// wazevo.stackGuardPoisoned).
-const stackGuardPoisoned = 0xffff_0000_0000_0000
+// stackGuardTopOffset is the offset, in a goroutine's stack guard
+// (runtime.g.stackguard0, little-endian), of its top 16 bits: zero for
+// every user-space stack address, 0xffff when the Go runtime has poisoned
+// the guard to ask the goroutine to stop (stackPreempt and its kin).
+const stackGuardTopOffset = 6
 
-// insertInlineTerminationCheck inserts, at the current point of a loop
-// header or a function's entry, the inline termination check: load the module's interrupt flag
-// (through the *wasm.ModuleInstance the module context begins with) and the
-// goroutine's stack guard and, only when the flag is raised or the guard is
-// poisoned, call the check-module-exit-code trampoline, which clears the
-// flag, yields the goroutine, and traps if the module is closed.
-func (c *Compiler) insertInlineTerminationCheck() {
+// registerPreservingTerminationCheck: the backend lowers
+// ssa.OpcodeCheckTermination to a call of a sequence that preserves every
+// register (amd64). Elsewhere the check branches to an ordinary call, and a
+// loop's values live across it are spilled around it.
+const registerPreservingTerminationCheck = runtime.GOARCH == "amd64"
+
+// loadInlineTerminationPointers loads, at a function's entry, what the
+// inline termination checks of the function read: the address of the
+// module's interrupt flag (in the *wasm.ModuleInstance the module context
+// begins with) and that of the calling goroutine's stack guard (from the
+// execution context). Both stay the same for the whole call.
+func (c *Compiler) loadInlineTerminationPointers() {
 	builder := c.ssaBuilder
 	moduleInstance := builder.AllocateInstruction().
 		AsLoad(c.moduleCtxPtrValue, c.offset.ModuleInstanceOffset.U32(), ssa.TypeI64).
 		Insert(builder).Return()
-	flag := builder.AllocateInstruction().
-		AsLoad(moduleInstance, uint32(wasm.InterruptOffset), ssa.TypeI32).
-		Insert(builder).Return()
-	// The goroutine's stack guard, poisoned by the Go runtime to ask it to stop.
-	stackGuardPtr := builder.AllocateInstruction().
+	off := builder.AllocateInstruction().AsIconst64(uint64(wasm.InterruptOffset)).Insert(builder).Return()
+	c.interruptFlagPtr = builder.AllocateInstruction().AsIadd(moduleInstance, off).Insert(builder).Return()
+	c.stackGuardPtr = builder.AllocateInstruction().
 		AsLoad(c.execCtxPtrValue, wazevoapi.ExecutionContextOffsetStackGuardPtr.U32(), ssa.TypeI64).
 		Insert(builder).Return()
-	stackGuard := builder.AllocateInstruction().
-		AsLoad(stackGuardPtr, 0, ssa.TypeI64).
+}
+
+// insertInlineTerminationCheck inserts, at the current point of a loop
+// header or a function's entry, the inline termination check: load the
+// module's interrupt flag and the top of the goroutine's stack guard and,
+// only when the flag is raised or the guard poisoned, call the
+// check-module-exit-code trampoline, which clears the flag, yields the
+// goroutine, and traps if the module is closed.
+func (c *Compiler) insertInlineTerminationCheck() {
+	builder := c.ssaBuilder
+	flag := builder.AllocateInstruction().
+		AsLoad(c.interruptFlagPtr, 0, ssa.TypeI32).
 		Insert(builder).Return()
-	poisonedBelow := builder.AllocateInstruction().AsIconst64(stackGuardPoisoned).Insert(builder).Return()
-	poisoned := builder.AllocateInstruction().
-		AsIcmp(stackGuard, poisonedBelow, ssa.IntegerCmpCondUnsignedGreaterThan).
+	guardTop := builder.AllocateInstruction().
+		AsExtLoad(ssa.OpcodeUload16, c.stackGuardPtr, stackGuardTopOffset, false).
 		Insert(builder).Return()
 	or := builder.AllocateInstruction()
-	or.AsBor(flag, poisoned)
+	or.AsBor(flag, guardTop)
 	builder.InsertInstruction(or)
 	stop := or.Return()
 
+	if registerPreservingTerminationCheck {
+		// One instruction, which clobbers no register: values live across
+		// the check (a loop's) stay in registers.
+		builder.AllocateInstruction().AsCheckTermination(c.execCtxPtrValue, stop).Insert(builder)
+		return
+	}
+
+	// Elsewhere, a branch to an ordinary call of the trampoline.
 	slow, cont := builder.AllocateBasicBlock(), builder.AllocateBasicBlock()
 	builder.AllocateInstruction().AsBrnz(stop, ssa.ValuesNil, slow).Insert(builder)
 	c.insertJumpToBlock(ssa.ValuesNil, cont)

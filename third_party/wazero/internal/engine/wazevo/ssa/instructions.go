@@ -641,6 +641,11 @@ const (
 	// for tail calls. Semantically, it combines CallIndirect + Return into a single operation.
 	OpcodeTailCallReturnCallIndirect
 
+	// OpcodeCheckTermination calls, only if `stop` is not zero, the register-preserving sequence that
+	// returns to Go to check the module's exit code: `CheckTermination execCtx, stop`. It clobbers no
+	// register, so the values live across it stay in their registers (the inline termination check).
+	OpcodeCheckTermination
+
 	// opcodeEnd marks the end of the opcode list.
 	opcodeEnd
 )
@@ -796,6 +801,7 @@ var instructionSideEffects = [opcodeEnd]sideEffect{
 	OpcodeIstore32:                    sideEffectStrict,
 	OpcodeExitWithCode:                sideEffectStrict,
 	OpcodeExitIfTrueWithCode:          sideEffectStrict,
+	OpcodeCheckTermination:            sideEffectStrict,
 	OpcodeReturn:                      sideEffectStrict,
 	OpcodeBrz:                         sideEffectStrict,
 	OpcodeBrnz:                        sideEffectStrict,
@@ -997,6 +1003,7 @@ var instructionReturnTypes = [opcodeEnd]returnTypesFn{
 	OpcodeIstore32:                    returnTypesFnNoReturns,
 	OpcodeExitWithCode:                returnTypesFnNoReturns,
 	OpcodeExitIfTrueWithCode:          returnTypesFnNoReturns,
+	OpcodeCheckTermination:            returnTypesFnNoReturns,
 	OpcodeReturn:                      returnTypesFnNoReturns,
 	OpcodeBrz:                         returnTypesFnNoReturns,
 	OpcodeBrnz:                        returnTypesFnNoReturns,
@@ -2097,6 +2104,19 @@ func (i *Instruction) ExitWithCodeData() (ctx Value, code wazevoapi.ExitCode) {
 	return i.v, wazevoapi.ExitCode(i.u1)
 }
 
+// AsCheckTermination initializes this instruction as OpcodeCheckTermination.
+func (i *Instruction) AsCheckTermination(ctx, stop Value) *Instruction {
+	i.opcode = OpcodeCheckTermination
+	i.v = ctx
+	i.v2 = stop
+	return i
+}
+
+// CheckTerminationData returns the context and the stop value of OpcodeCheckTermination.
+func (i *Instruction) CheckTerminationData() (ctx, stop Value) {
+	return i.v, i.v2
+}
+
 // ExitIfTrueWithCodeData returns the context and exit code of OpcodeExitWithCode.
 func (i *Instruction) ExitIfTrueWithCodeData() (ctx, c Value, code wazevoapi.ExitCode) {
 	return i.v, i.v2, wazevoapi.ExitCode(i.u1)
@@ -2512,6 +2532,8 @@ func (i *Instruction) Format(b Builder) string {
 		instSuffix = fmt.Sprintf(" %s, %s", i.v.Format(b), wazevoapi.ExitCode(i.u1))
 	case OpcodeExitIfTrueWithCode:
 		instSuffix = fmt.Sprintf(" %s, %s, %s", i.v2.Format(b), i.v.Format(b), wazevoapi.ExitCode(i.u1))
+	case OpcodeCheckTermination:
+		instSuffix = fmt.Sprintf(" %s, %s", i.v.Format(b), i.v2.Format(b))
 	case OpcodeIadd, OpcodeIsub, OpcodeImul, OpcodeFadd, OpcodeFsub, OpcodeFmin, OpcodeFmax, OpcodeFdiv, OpcodeFmul:
 		instSuffix = fmt.Sprintf(" %s, %s", i.v.Format(b), i.v2.Format(b))
 	case OpcodeIcmp:
@@ -2739,6 +2761,8 @@ func (o Opcode) String() (ret string) {
 		return "Exit"
 	case OpcodeExitIfTrueWithCode:
 		return "ExitIfTrue"
+	case OpcodeCheckTermination:
+		return "CheckTermination"
 	case OpcodeReturn:
 		return "Return"
 	case OpcodeCall:

@@ -72,6 +72,9 @@ const (
 	ExecutionContextOffsetCaughtExceptionClauseIdx Offset = 1232
 	// ExecutionContextOffsetStackGuardPtr is an offset of `stackGuardPtr` field in wazevo.executionContext
 	ExecutionContextOffsetStackGuardPtr Offset = 1240
+	// ExecutionContextOffsetCheckModuleExitCodePreservingAddress is an offset of
+	// `checkModuleExitCodePreservingAddress` field in wazevo.executionContext
+	ExecutionContextOffsetCheckModuleExitCodePreservingAddress Offset = 1248
 )
 
 // ModuleContextOffsetData allows the compilers to get the information about offsets to the fields of wazevo.moduleContextOpaque,

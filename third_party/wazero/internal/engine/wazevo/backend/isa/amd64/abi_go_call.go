@@ -346,6 +346,21 @@ var stackGrowSaveVRegs = []regalloc.VReg{
 
 // CompileStackGrowCallSequence implements backend.Machine.
 func (m *machine) CompileStackGrowCallSequence() []byte {
+	return m.compileRegisterPreservingExit(wazevoapi.ExitCodeGrowStack)
+}
+
+// CompileCheckModuleExitCodePreservingSequence returns the sequence that the
+// inline termination check calls (checkTermination): the stack-grow
+// sequence's, exiting with ExitCodeCheckModuleExitCode. It saves and restores
+// every allocatable register, so the call site clobbers none.
+func (m *machine) CompileCheckModuleExitCodePreservingSequence() []byte {
+	return m.compileRegisterPreservingExit(wazevoapi.ExitCodeCheckModuleExitCode)
+}
+
+// compileRegisterPreservingExit returns a sequence, called with the execution
+// context in RAX, that saves every allocatable register, exits to Go with
+// exitCode, and on its return restores them and returns to its caller.
+func (m *machine) compileRegisterPreservingExit(exitCode wazevoapi.ExitCode) []byte {
 	cur := m.allocateNop()
 	m.rootInstr = cur
 
@@ -359,7 +374,7 @@ func (m *machine) CompileStackGrowCallSequence() []byte {
 
 	// Load the exitCode to the register.
 	exitCodeReg := r12VReg // Already saved.
-	cur = linkInstr(cur, m.allocateInstr().asImm(exitCodeReg, uint64(wazevoapi.ExitCodeGrowStack), false))
+	cur = linkInstr(cur, m.allocateInstr().asImm(exitCodeReg, uint64(exitCode), false))
 
 	saveRsp, saveRbp, setExitCode := m.allocateExitInstructions(execCtrPtr, exitCodeReg)
 	cur = linkInstr(cur, setExitCode)

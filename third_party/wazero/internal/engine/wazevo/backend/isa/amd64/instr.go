@@ -289,6 +289,8 @@ func (i *instruction) String() string {
 
 	case nopUseReg:
 		return fmt.Sprintf("nop_use_reg %s", i.op1.format(true))
+	case checkTermination:
+		return fmt.Sprintf("check_termination %s, %s", i.op1.format(false), i.op2.format(true))
 
 	case tailCall:
 		return fmt.Sprintf("tailCall %s", ssa.FuncRef(i.u1))
@@ -410,6 +412,8 @@ func (i *instruction) Uses(regs *[]regalloc.VReg) []regalloc.VReg {
 		}
 		*regs = append(*regs, opReg.reg())
 
+	case useKindOp1RegOp2Reg:
+		*regs = append(*regs, i.op1.reg(), i.op2.reg())
 	case useKindRaxOp1RegOp2:
 		opReg, opAny := &i.op1, &i.op2
 		*regs = append(*regs, raxVReg, opReg.reg())
@@ -579,6 +583,15 @@ func (i *instruction) AssignUse(index int, v regalloc.VReg) {
 			}
 		}
 
+	case useKindOp1RegOp2Reg:
+		switch index {
+		case 0:
+			i.op1.setReg(v)
+		case 1:
+			i.op2.setReg(v)
+		default:
+			panic("BUG")
+		}
 	case useKindRaxOp1RegOp2:
 		switch index {
 		case 0:
@@ -848,6 +861,18 @@ const (
 	// nopUseReg is a meta instruction that uses one register and does nothing.
 	nopUseReg
 
+	// checkTermination is the inline termination check's call into Go (ssa.OpcodeCheckTermination),
+	// with op1 the stop value and op2 the execution context, both registers:
+	//
+	//	test op1, op1; jz 1f
+	//	sub $16, %rsp; mov %rax, (%rsp); mov op2, %rax
+	//	call *ExecutionContextOffsetCheckModuleExitCodePreservingAddress(%rax)
+	//	mov (%rsp), %rax; add $16, %rsp
+	//	1:
+	//
+	// The sequence it calls preserves every register but RAX, which it saves: it clobbers nothing.
+	checkTermination
+
 	// tailCall is a meta instruction that emits a tail call.
 	tailCall
 
@@ -859,6 +884,13 @@ const (
 
 func (i *instruction) asMFence() *instruction {
 	i.kind = mfence
+	return i
+}
+
+func (i *instruction) asCheckTermination(stop, execCtx regalloc.VReg) *instruction {
+	i.kind = checkTermination
+	i.op1 = newOperandReg(stop)
+	i.op2 = newOperandReg(execCtx)
 	return i
 }
 
@@ -2383,6 +2415,7 @@ var defKinds = [instrMax]defKind{
 	lockxadd:               defKindNone,
 	neg:                    defKindNone,
 	nopUseReg:              defKindNone,
+	checkTermination:       defKindNone,
 	tailCall:               defKindCall,
 	tailCallIndirect:       defKindCall,
 }
@@ -2414,6 +2447,8 @@ const (
 	useKindOp1RegOp2
 	// useKindRaxOp1RegOp2 is Op1 must be a register, Op2 can be any operand, and RAX is used.
 	useKindRaxOp1RegOp2
+	// useKindOp1RegOp2Reg is Op1 and Op2, both registers.
+	useKindOp1RegOp2Reg
 	useKindDivRem
 	useKindBlendvpd
 	useKindCall
@@ -2469,6 +2504,7 @@ var useKinds = [instrMax]useKind{
 	lockxadd:               useKindOp1RegOp2,
 	neg:                    useKindOp1,
 	nopUseReg:              useKindOp1,
+	checkTermination:       useKindOp1RegOp2Reg,
 	tailCall:               useKindCall,
 	tailCallIndirect:       useKindTailCallInd,
 }

@@ -1252,6 +1252,29 @@ func (i *instruction) encode(c backend.Compiler) (needsLabelResolution bool) {
 		// Note that this is zero as a placeholder for the call target if it's a function value.
 		c.Emit4Bytes(uint32(i.u2))
 
+	case checkTermination:
+		// test %stop, %stop
+		stop := regEncodings[i.op1.reg().RealReg()]
+		encodeRegReg(c, legacyPrefixesNone, 0x85, 1, stop, stop, rexInfo(0).clearW())
+		// jz over the 25 bytes below
+		c.EmitByte(0x74)
+		c.EmitByte(25)
+		// sub $16, %rsp; mov %rax, (%rsp)
+		c.Emit4Bytes(0x10_ec_83_48)
+		c.Emit4Bytes(0x24_04_89_48)
+		// mov %execCtx, %rax: REX.W(+R) 89 /r, ModRM mod=11 reg=execCtx rm=rax
+		execCtx := regEncodings[i.op2.reg().RealReg()]
+		c.EmitByte(rexEncodingW | execCtx.rexBit()<<2)
+		c.EmitByte(0x89)
+		c.EmitByte(0xc0 | execCtx.encoding()<<3)
+		// call *disp32(%rax): FF /2, ModRM mod=10 reg=010 rm=000
+		c.EmitByte(0xff)
+		c.EmitByte(0x90)
+		c.Emit4Bytes(wazevoapi.ExecutionContextOffsetCheckModuleExitCodePreservingAddress.U32())
+		// mov (%rsp), %rax; add $16, %rsp
+		c.Emit4Bytes(0x24_04_8b_48)
+		c.Emit4Bytes(0x10_c4_83_48)
+
 	case tailCallIndirect:
 		op := i.op1
 

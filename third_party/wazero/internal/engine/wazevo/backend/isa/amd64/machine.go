@@ -1029,6 +1029,9 @@ func (m *machine) LowerInstr(instr *ssa.Instruction) {
 	case ssa.OpcodeExitIfTrueWithCode:
 		execCtx, c, code := instr.ExitIfTrueWithCodeData()
 		m.lowerExitIfTrueWithCode(m.c.VRegOf(execCtx), c, code)
+	case ssa.OpcodeCheckTermination:
+		execCtx, stop := instr.CheckTerminationData()
+		m.insert(m.allocateInstr().asCheckTermination(m.c.VRegOf(stop), m.c.VRegOf(execCtx)))
 	case ssa.OpcodeLoad:
 		ptr, offset, typ := instr.LoadData()
 		dst := m.c.VRegOf(instr.Return())
