@@ -188,7 +188,7 @@ func sharedStation(tb testing.TB) *station.Station {
 	return shared.once.get(tb, func() (*station.Station, error) {
 		shared.home = filepath.Join(root, "home")
 		mods := map[string]string{
-			moduleYAML(greetID, "{name: greet}, {name: greet-raw}", "", ""):   greetWasm,
+			moduleYAML(greetID, "{name: greet}, {name: greet-raw}, "+kernelCommands, "", ""): greetWasm,
 			moduleYAML(freshID, "{name: greet}", "", "instances: fresh"):      greetWasm,
 			moduleYAML(fetchID, "{name: get}", `"http://api.bench.test"`, ""): fetchWasm,
 		}

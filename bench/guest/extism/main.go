@@ -10,6 +10,7 @@ import (
 	"unsafe"
 
 	"github.com/station-dev/station/bench/greet"
+	"github.com/station-dev/station/bench/kernels"
 )
 
 func input() []byte {
@@ -58,6 +59,27 @@ func greetExport() int32 {
 	if err != nil {
 		return fail(err)
 	}
+	outputSet(store(b), uint64(len(b)))
+	return 0
+}
+
+// The compute kernels (bench/kernels), one export each.
+
+//go:wasmexport sha256
+func sha256Export() int32 { return kernel("sha256") }
+
+//go:wasmexport json
+func jsonExport() int32 { return kernel("json") }
+
+//go:wasmexport sort
+func sortExport() int32 { return kernel("sort") }
+
+//go:wasmexport loop
+func loopExport() int32 { return kernel("loop") }
+
+func kernel(name string) int32 {
+	sum, _ := kernels.Run(name)
+	b := kernels.Result(sum)
 	outputSet(store(b), uint64(len(b)))
 	return 0
 }

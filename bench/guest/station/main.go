@@ -1,6 +1,7 @@
 // Command station is the suite's station module: greet (sdk.Handle, JSON in
 // and out) and greet-raw (sdk.HandleRaw, the same result without the SDK's
-// JSON decoding and encoding, to show what the guest's JSON costs).
+// JSON decoding and encoding, to show what the guest's JSON costs), and the
+// compute kernels as commands of their own names.
 package main
 
 import (
@@ -9,6 +10,7 @@ import (
 	"errors"
 
 	"github.com/station-dev/station/bench/greet"
+	"github.com/station-dev/station/bench/kernels"
 	"github.com/station-dev/station/sdk"
 )
 
@@ -17,6 +19,13 @@ func init() {
 		return greet.Greet(in)
 	})
 	sdk.HandleRaw("greet-raw", greetRaw)
+	// The compute kernels (bench/kernels), for the suite's Kernel benchmark.
+	for _, name := range kernels.Names {
+		sdk.HandleRaw(name, func(ctx context.Context, in []byte) ([]byte, error) {
+			sum, _ := kernels.Run(name)
+			return kernels.Result(sum), nil
+		})
+	}
 }
 
 // greetRaw answers {"name":"X"} with {"greeting":"Hello, X!"} by slicing:
