@@ -189,8 +189,8 @@ func sharedStation(tb testing.TB) *station.Station {
 		shared.home = filepath.Join(root, "home")
 		mods := map[string]string{
 			moduleYAML(greetID, "{name: greet}, {name: greet-raw}, "+kernelCommands, "", ""): greetWasm,
-			moduleYAML(freshID, "{name: greet}", "", "instances: fresh"):      greetWasm,
-			moduleYAML(fetchID, "{name: get}", `"http://api.bench.test"`, ""): fetchWasm,
+			moduleYAML(freshID, "{name: greet}", "", "instances: fresh"):                     greetWasm,
+			moduleYAML(fetchID, "{name: get}", `"http://api.bench.test"`, ""):                fetchWasm,
 		}
 		for _, id := range otherIDs {
 			mods[moduleYAML(id, "{name: greet}", "", "")] = greetWasm
