@@ -200,6 +200,9 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		}
 	}
 
+	if err := ctx.Err(); err != nil {
+		return nil, m.endedError(command, err) // the caller gave up while it waited for a slot
+	}
 	deadline := time.Now().Add(m.limits.Timeout)
 	inst := m.pool.get()
 	for inst != nil && inst.mod.IsClosed() {

@@ -410,6 +410,9 @@ func (m *Module) instantiate(ctx context.Context, deadline time.Time) (*instance
 		}
 	}
 	if err != nil {
+		if errors.Is(ctx.Err(), context.Canceled) {
+			return nil, fmt.Errorf("module %s: start: canceled", m.id)
+		}
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("module %s: start: did not finish within %s", m.id, m.limits.Timeout)
 		}
