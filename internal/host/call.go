@@ -227,7 +227,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if len(input) > 0 {
 		inH = st.newBuf(input)
 	}
-	inst.gctx.Context = context.WithValue(ctx, instKey{}, inst)
+	inst.gctx.Context, inst.gctx.inst = ctx, inst
 	stack := inst.stack[:] // the instance's own: no allocation per call
 	stack[0], stack[1] = uint64(cmdH), uint64(inH)
 	inst.memory.reset() // a grow refused in the start function is not this call's
@@ -237,7 +237,7 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		callErr = inst.fn.CallWithStack(&inst.gctx, stack)
 		ended = inst.wd.disarm()
 	}
-	inst.gctx.Context = nil
+	inst.gctx.Context, inst.gctx.inst = nil, nil
 	oom := m.outOfMemory(inst, call)
 	if oom != nil && st.limit == nil {
 		st.limit = oom

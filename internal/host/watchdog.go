@@ -96,10 +96,22 @@ func (w *watchdog) end(reason error) {
 }
 
 // guestContext is the context an instance's guest code runs with: the
-// call's values, never done (so wazero does not watch it: the watchdog
-// does). Host functions that wait take the call's deadline from
-// callState.context instead.
-type guestContext struct{ context.Context }
+// call's values and the instance itself (instanceFrom, which every host
+// function asks first, finds it without walking the chain), never done (so
+// wazero does not watch it: the watchdog does). Host functions that wait
+// take the call's deadline from callState.context instead. It lives in the
+// instance: a call allocates none.
+type guestContext struct {
+	context.Context
+	inst *instance
+}
+
+func (g *guestContext) Value(key any) any {
+	if _, ok := key.(instKey); ok {
+		return g.inst
+	}
+	return g.Context.Value(key)
+}
 
 func (guestContext) Deadline() (time.Time, bool) { return time.Time{}, false }
 func (guestContext) Done() <-chan struct{}       { return nil }
