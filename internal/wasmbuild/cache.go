@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,8 +37,8 @@ const wazeroModule = "github.com/tetratelabs/wazero"
 //
 // The cache is in memory only (per process) if the directory is not one
 // this user owns and only this user may write (another user made it in a
-// shared /tmp), or if wazero's build cannot be told apart (a replace
-// directive to a local directory).
+// shared /tmp). A replacement of wazero by a local directory (the
+// station's patched copy) is told apart by a hash of its sources.
 func CacheForTest() wazero.CompilationCache { return testCache() }
 
 var testCache = sync.OnceValue(func() wazero.CompilationCache {
@@ -81,18 +82,27 @@ func wazeroBuild() (string, error) {
 }
 
 // buildName is wazeroBuild's name for the module `go list -m -json` printed.
+// A replacement by a local directory (the station's patched copy,
+// third_party/wazero) has no checksum: its sources are hashed instead.
 func buildName(listed []byte) (string, error) {
 	var m struct {
 		Path, Version, Sum string
-		Replace            *struct{ Path, Version, Sum string }
+		Replace            *struct{ Path, Version, Sum, Dir string }
 	}
 	if err := json.Unmarshal(listed, &m); err != nil {
 		return "", fmt.Errorf("go list -m %s: %w", wazeroModule, err)
 	}
 	key := m.Path + "\x00" + m.Version + "\x00" + m.Sum
-	if m.Replace != nil {
-		key += "\x00" + m.Replace.Path + "\x00" + m.Replace.Version + "\x00" + m.Replace.Sum
-		m.Version, m.Sum = m.Replace.Version, m.Replace.Sum
+	if r := m.Replace; r != nil && r.Version == "" && r.Dir != "" {
+		sum, err := treeSum(r.Dir)
+		if err != nil {
+			return "", fmt.Errorf("%s: hash its replacement %s: %w", wazeroModule, r.Dir, err)
+		}
+		key += "\x00" + r.Path + "\x00" + sum
+		m.Version, m.Sum = m.Version+"+local", sum
+	} else if r != nil {
+		key += "\x00" + r.Path + "\x00" + r.Version + "\x00" + r.Sum
+		m.Version, m.Sum = r.Version, r.Sum
 	}
 	if m.Sum == "" || m.Version == "" {
 		return "", fmt.Errorf("%s has no version and checksum (a replacement by a local directory)", wazeroModule)
@@ -129,4 +139,28 @@ func privateDir(dir string) error {
 		return fmt.Errorf("%s belongs to another user", dir)
 	}
 	return nil
+}
+
+// treeSum hashes the Go and assembly sources under dir (names and
+// contents, tests excluded): what a build of the module there compiles.
+func treeSum(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		name := d.Name()
+		if strings.HasSuffix(name, "_test.go") || !strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, ".s") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, p)
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	return hex.EncodeToString(h.Sum(nil)), err
 }
