@@ -236,6 +236,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	if ended == nil {
 		callErr = inst.fn.CallWithStack(&inst.gctx, stack)
 		ended = inst.wd.disarm()
+	} else {
+		callErr = ended // the caller gave up before the guest ran: it did not
 	}
 	inst.gctx.Context, inst.gctx.inst = nil, nil
 	oom := m.outOfMemory(inst, call)

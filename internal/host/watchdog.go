@@ -27,6 +27,9 @@ type watchdog struct {
 
 	mu       sync.Mutex
 	deadline time.Time // of the armed call; zero while disarmed
+	// armed counts armings; a caller's cancellation names the arming it
+	// was registered for, so one that runs late ends nothing else.
+	armed uint64
 	// reason is why the watchdog ended the armed call:
 	// context.DeadlineExceeded at the deadline, or the caller's ctx.Err().
 	reason     error
@@ -41,6 +44,8 @@ func (w *watchdog) arm(mod api.Module, parent context.Context, deadline time.Tim
 	}
 	w.mu.Lock()
 	w.mod, w.deadline, w.reason = mod, deadline, nil
+	w.armed++
+	armed := w.armed
 	w.mu.Unlock()
 	d := time.Until(deadline)
 	if w.timer == nil {
@@ -49,7 +54,7 @@ func (w *watchdog) arm(mod api.Module, parent context.Context, deadline time.Tim
 		w.timer.Reset(d)
 	}
 	if parent.Done() != nil {
-		w.stopParent = context.AfterFunc(parent, func() { w.end(parent.Err()) })
+		w.stopParent = context.AfterFunc(parent, func() { w.cancel(armed, parent.Err()) })
 	}
 	return nil
 }
@@ -69,22 +74,30 @@ func (w *watchdog) disarm() error {
 }
 
 // fire is the timer's function. A firing left over from an earlier arming
-// (Reset does not wait for one) finds the call disarmed, or its deadline
-// still ahead, and does nothing.
+// (Reset does not wait for one) finds the call disarmed, or the deadline
+// of the call armed since still ahead, and does nothing: the look and the
+// termination are one critical section, which disarm and arm wait for.
 func (w *watchdog) fire() {
 	w.mu.Lock()
-	late := !w.deadline.IsZero() && !time.Now().Before(w.deadline)
-	w.mu.Unlock()
-	if late {
+	defer w.mu.Unlock()
+	if !w.deadline.IsZero() && !time.Now().Before(w.deadline) {
 		w.end(context.DeadlineExceeded)
 	}
 }
 
-// end terminates the armed call, if any, for reason.
-func (w *watchdog) end(reason error) {
+// cancel ends the call of arming armed, if it is still the armed one,
+// because its caller gave up.
+func (w *watchdog) cancel(armed uint64, reason error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.deadline.IsZero() || w.reason != nil {
+	if w.armed == armed && !w.deadline.IsZero() {
+		w.end(reason)
+	}
+}
+
+// end terminates the armed call for reason; w.mu is held.
+func (w *watchdog) end(reason error) {
+	if w.reason != nil {
 		return
 	}
 	w.reason = reason
