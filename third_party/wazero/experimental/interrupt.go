@@ -52,8 +52,10 @@ func Interrupt(mod api.Module) bool {
 
 // Terminate closes mod with exitCode the way a done context does under
 // WithCloseOnContextDone: a running call returns a *sys.ExitError with
-// exitCode at its next loop header, and the module's resources are closed as it unwinds or by Close. It is
-// safe to call from any goroutine. Terminate reports whether this call
+// exitCode at its next loop header, and the module's resources are closed
+// as it unwinds; a module that was not running keeps its resources (files)
+// open until the embedder closes them (Close does nothing more once the
+// module is closed). It is safe to call from any goroutine. Terminate reports whether this call
 // closed mod (false if it was closed already, or is not a module this
 // runtime instantiated).
 func Terminate(mod api.Module, exitCode uint32) bool {

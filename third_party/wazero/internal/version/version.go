@@ -8,9 +8,9 @@ import (
 // Default is the default version value used when none was found.
 const Default = "dev"
 
-// ForkSuffix marks this copy of wazero as the station's patched fork; it
-// changes whenever the patch changes the compiled code.
-const ForkSuffix = "+station.1"
+// ForkSuffix marks this copy of wazero as the station's patched fork: a
+// hash of the patch (third_party/wazero-fork diff writes it, check checks it).
+const ForkSuffix = "+station.29db776213c9"
 
 // version holds the current version from the go.mod of downstream users or set by ldflag for wazero CLI.
 var version string
