@@ -10,20 +10,19 @@ import (
 // WithInlineTerminationCheck returns a context for
 // wazero.NewRuntimeWithConfig. A compiler runtime made with it and
 // RuntimeConfig.WithCloseOnContextDone(true) compiles, at every loop
-// header and function entry, a load of the module's interrupt flag and of
-// the goroutine's stack guard and a branch, instead of a call into Go at
-// every loop header: guest code runs at close to the speed it has without
-// WithCloseOnContextDone, and returns to Go only when the flag is raised
-// (Interrupt, Terminate, or the module closed) or the Go runtime asks the
-// goroutine to stop (a preemption, a stop-the-world). A function's entry is
-// checked too, so code without loops that runs for ever in calls (a
-// recursion that fans out) stops as well.
+// header and function entry, a load of the module's closed word and of the
+// goroutine's stack guard and a branch, instead of a call into Go at every
+// loop header: guest code runs at close to the speed it has without
+// WithCloseOnContextDone, and returns to Go only when the module is closed
+// (a done context, Close, Terminate) or the Go runtime asks the goroutine
+// to stop (a preemption, a stop-the-world). A function's entry is checked
+// too, so code without loops that runs for ever in calls (a recursion that
+// fans out) stops as well.
 //
 // A done context still closes the module as documented on
-// WithCloseOnContextDone (the close raises the flag). A context that is
-// never done (context.Background, context.WithoutCancel) starts no watcher
-// goroutine for the call: the embedder then ends a call with Terminate,
-// from a timer of its own.
+// WithCloseOnContextDone. A context that is never done (context.Background,
+// context.WithoutCancel) starts no watcher goroutine for the call: the
+// embedder then ends a call with Terminate, from a timer of its own.
 //
 // This is a patch of the station's copy of wazero; upstream has no such
 // option.
@@ -31,23 +30,9 @@ func WithInlineTerminationCheck(ctx context.Context) context.Context {
 	return context.WithValue(ctx, expctxkeys.InlineTerminationCheckKey{}, true)
 }
 
-// interrupter is implemented by the modules this runtime instantiates.
-type interrupter interface {
-	InterruptExecution()
+// terminator is implemented by the modules this runtime instantiates.
+type terminator interface {
 	TerminateExecution(exitCode uint32) bool
-}
-
-// Interrupt makes code of mod that is running return to Go at its next loop
-// header, where the goroutine yields (runtime.Gosched) and the code resumes.
-// It is safe to call from any goroutine, at any time; a module that is not
-// running takes the detour at the next loop header it reaches. Interrupt
-// reports false if mod is not a module this runtime instantiated.
-func Interrupt(mod api.Module) bool {
-	i, ok := mod.(interrupter)
-	if ok {
-		i.InterruptExecution()
-	}
-	return ok
 }
 
 // Terminate closes mod with exitCode the way a done context does under
@@ -55,10 +40,10 @@ func Interrupt(mod api.Module) bool {
 // exitCode at its next loop header, and the module's resources are closed
 // as it unwinds; a module that was not running keeps its resources (files)
 // open until the embedder closes them (Close does nothing more once the
-// module is closed). It is safe to call from any goroutine. Terminate reports whether this call
-// closed mod (false if it was closed already, or is not a module this
-// runtime instantiated).
+// module is closed). It is safe to call from any goroutine. Terminate
+// reports whether this call closed mod (false if it was closed already, or
+// is not a module this runtime instantiated).
 func Terminate(mod api.Module, exitCode uint32) bool {
-	i, ok := mod.(interrupter)
-	return ok && i.TerminateExecution(exitCode)
+	t, ok := mod.(terminator)
+	return ok && t.TerminateExecution(exitCode)
 }

@@ -217,32 +217,33 @@ func TestTerminateStopsALoopInAHostCallback(t *testing.T) {
 	}
 }
 
-// Interrupt on a module that is not running only costs its next call one
-// detour; the call still returns normally.
-func TestInterruptIdleModule(t *testing.T) {
+// Terminate on a module that is not running: its next call fails at its
+// first check, a function's entry, with the exit code Terminate gave, and
+// runs no guest code. The module is not the one it was: a second Terminate
+// reports so.
+func TestTerminateIdleModule(t *testing.T) {
 	if !platformHasCompiler() {
 		t.Skip("no compiler on this platform")
-	}
-	// (module (func (export "once") (loop)))
-	once := []byte{
-		0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00,
-		0x01, 0x04, 0x01, 0x60, 0x00, 0x00,
-		0x03, 0x02, 0x01, 0x00,
-		0x07, 0x08, 0x01, 0x04, 'o', 'n', 'c', 'e', 0x00, 0x00,
-		0x0a, 0x07, 0x01, 0x05, 0x00, 0x03, 0x40, 0x0b, 0x0b,
 	}
 	ctx := experimental.WithInlineTerminationCheck(context.Background())
 	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true))
 	defer rt.Close(ctx)
-	mod, err := rt.Instantiate(ctx, once)
+	mod, err := rt.Instantiate(ctx, fanWasm)
 	if err != nil {
 		t.Fatal(err)
 	}
-	experimental.Interrupt(mod)
-	if _, err := mod.ExportedFunction("once").Call(context.Background()); err != nil {
+	fan := mod.ExportedFunction("fan")
+	if _, err := fan.Call(context.Background(), 3); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := mod.ExportedFunction("once").Call(context.Background()); err != nil {
-		t.Fatal(err)
+	if !experimental.Terminate(mod, sys.ExitCodeDeadlineExceeded) {
+		t.Fatal("Terminate did not close the idle module")
+	}
+	_, err = fan.Call(context.Background(), 60)
+	if c := exitCode(t, err); c != sys.ExitCodeDeadlineExceeded {
+		t.Fatalf("exit code %d, want %d", c, sys.ExitCodeDeadlineExceeded)
+	}
+	if experimental.Terminate(mod, 1) {
+		t.Fatal("a second Terminate reported that it closed the module")
 	}
 }

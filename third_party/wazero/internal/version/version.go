@@ -10,7 +10,7 @@ const Default = "dev"
 
 // ForkSuffix marks this copy of wazero as the station's patched fork: a
 // hash of the patch (third_party/wazero-fork diff writes it, check checks it).
-const ForkSuffix = "+station.29db776213c9"
+const ForkSuffix = "+station.4968f631efea"
 
 // version holds the current version from the go.mod of downstream users or set by ldflag for wazero CLI.
 var version string

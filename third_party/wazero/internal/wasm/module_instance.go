@@ -139,13 +139,7 @@ const (
 
 func (m *ModuleInstance) setExitCode(exitCode uint32, flag exitCodeFlag) bool {
 	closed := flag | uint64(exitCode)<<32 // Store exitCode as high-order bits.
-	if !m.Closed.CompareAndSwap(0, closed) {
-		return false
-	}
-	// Code compiled with the inline termination check notices the close
-	// at its next loop header.
-	m.Interrupt.Store(1)
-	return true
+	return m.Closed.CompareAndSwap(0, closed)
 }
 
 // ensureResourcesClosed ensures that resources assigned to ModuleInstance is released.

@@ -114,12 +114,6 @@ type (
 		// See /RATIONALE.md
 		Closed atomic.Uint64
 
-		// Interrupt is non-zero while code of this module compiled with the
-		// inline termination check should return to Go at its next loop header
-		// (experimental.Interrupt, experimental.Terminate). Compiled code loads
-		// it at InterruptOffset; the engine clears it when the code comes back.
-		Interrupt atomic.Uint32
-
 		// CodeCloser is non-nil when the code should be closed after this module.
 		CodeCloser api.Closer
 

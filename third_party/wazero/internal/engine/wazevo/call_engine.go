@@ -492,16 +492,13 @@ func (c *callEngine) callWithStack(ctx context.Context, paramResultStack []uint6
 			// enough OS threads (which we don't have control over).
 			//
 			// Code compiled with the inline termination check comes here only when
-			// its module's interrupt flag is raised or the runtime asked the
-			// goroutine to stop (its stack guard is poisoned): clear the flag before
-			// looking at Closed (a Terminate after the look raises it again), and
-			// yield, so that the scheduler, and a stop-the-world, never wait for
-			// the guest.
-			interrupted := m.Interrupt.Swap(0) != 0
+			// its module is closed or the runtime asked the goroutine to stop (its
+			// stack guard is poisoned): yield then, so that the scheduler, and a
+			// stop-the-world, never wait for the guest.
 			if err := m.FailIfClosed(); err != nil {
 				panic(err)
 			}
-			if interrupted || preemptRequested(c.execCtx.stackGuardPtr) {
+			if preemptRequested(c.execCtx.stackGuardPtr) {
 				runtime.Gosched()
 			}
 			c.execCtx.exitCode = wazevoapi.ExitCodeOK

@@ -31,12 +31,11 @@ type Compiler struct {
 	refFuncSig             ssa.Signature
 	memmoveSig             ssa.Signature
 	ensureTermination      bool
-	// inlineTermination: the loop-header check loads the module's interrupt
-	// flag and calls into Go only when it is raised.
+	// inlineTermination: see WithInlineTerminationCheck.
 	inlineTermination bool
-	// interruptFlagPtr and stackGuardPtr are what the inline termination
-	// checks read, loaded at the function's entry.
-	interruptFlagPtr, stackGuardPtr ssa.Value
+	// closedPtr and stackGuardPtr are what the inline termination checks
+	// read, loaded at the function's entry.
+	closedPtr, stackGuardPtr ssa.Value
 
 	// Followings are reset by per function.
 
@@ -124,9 +123,9 @@ func NewFrontendCompiler(m *wasm.Module, ssaBuilder ssa.Builder, offset *wazevoa
 }
 
 // WithInlineTerminationCheck makes the termination check at loop headers
-// (ensureTermination) a load of the module's interrupt flag and of the
-// goroutine's stack guard and a branch, calling into Go only when the flag
-// is raised or the guard poisoned, and adds the same check at each
+// (ensureTermination) a load of the module's closed word and of the
+// goroutine's stack guard and a branch, calling into Go only when the
+// module is closed or the guard poisoned, and adds the same check at each
 // function's entry.
 func (c *Compiler) WithInlineTerminationCheck(inline bool) *Compiler {
 	c.inlineTermination = inline

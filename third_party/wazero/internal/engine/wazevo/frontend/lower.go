@@ -5068,31 +5068,32 @@ const registerPreservingTerminationCheck = runtime.GOARCH == "amd64"
 
 // loadInlineTerminationPointers loads, at a function's entry, what the
 // inline termination checks of the function read: the address of the
-// module's interrupt flag (in the *wasm.ModuleInstance the module context
-// begins with) and that of the calling goroutine's stack guard (from the
-// execution context). Both stay the same for the whole call.
+// module's closed word (wasm.ModuleInstance.Closed, in the instance the
+// module context begins with) and that of the calling goroutine's stack
+// guard (from the execution context). Both stay the same for the whole call.
 func (c *Compiler) loadInlineTerminationPointers() {
 	builder := c.ssaBuilder
 	moduleInstance := builder.AllocateInstruction().
 		AsLoad(c.moduleCtxPtrValue, c.offset.ModuleInstanceOffset.U32(), ssa.TypeI64).
 		Insert(builder).Return()
-	off := builder.AllocateInstruction().AsIconst64(uint64(wasm.InterruptOffset)).Insert(builder).Return()
-	c.interruptFlagPtr = builder.AllocateInstruction().AsIadd(moduleInstance, off).Insert(builder).Return()
+	off := builder.AllocateInstruction().AsIconst64(uint64(wasm.ClosedOffset)).Insert(builder).Return()
+	c.closedPtr = builder.AllocateInstruction().AsIadd(moduleInstance, off).Insert(builder).Return()
 	c.stackGuardPtr = builder.AllocateInstruction().
 		AsLoad(c.execCtxPtrValue, wazevoapi.ExecutionContextOffsetStackGuardPtr.U32(), ssa.TypeI64).
 		Insert(builder).Return()
 }
 
 // insertInlineTerminationCheck inserts, at the current point of a loop
-// header or a function's entry, the inline termination check: load the
-// module's interrupt flag and the top of the goroutine's stack guard and,
-// only when the flag is raised or the guard poisoned, call the
-// check-module-exit-code trampoline, which clears the flag, yields the
-// goroutine, and traps if the module is closed.
+// header or a function's entry, the inline termination check: load the low
+// half of the module's closed word (which holds the close's flag, so it is
+// non-zero once the module is closed; the engine runs only little-endian)
+// and the top of the goroutine's stack guard and, only when either is set,
+// call the check-module-exit-code trampoline, which traps if the module is
+// closed and yields the goroutine if the runtime asked it to stop.
 func (c *Compiler) insertInlineTerminationCheck() {
 	builder := c.ssaBuilder
 	flag := builder.AllocateInstruction().
-		AsLoad(c.interruptFlagPtr, 0, ssa.TypeI32).
+		AsLoad(c.closedPtr, 0, ssa.TypeI32).
 		Insert(builder).Return()
 	guardTop := builder.AllocateInstruction().
 		AsExtLoad(ssa.OpcodeUload16, c.stackGuardPtr, stackGuardTopOffset, false).
