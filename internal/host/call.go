@@ -213,6 +213,9 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 		var err error
 		inst, err = m.instantiate(ctx, deadline)
 		if err != nil {
+			if ctx.Err() != nil {
+				return nil, m.endedError(command, ctx.Err()) // the caller gave up while it started
+			}
 			return nil, &CallError{Module: m.id, Command: command, Kind: KindCrash, Msg: err.Error()}
 		}
 	}
@@ -232,12 +235,11 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	stack[0], stack[1] = uint64(cmdH), uint64(inH)
 	inst.memory.reset() // a grow refused in the start function is not this call's
 	var callErr error
-	ended := inst.wd.arm(inst.mod, ctx, deadline)
-	if ended == nil {
+	ended := inst.wd.arm(ctx, deadline)
+	ran := ended == nil // else the caller gave up before the guest ran
+	if ran {
 		callErr = inst.fn.CallWithStack(&inst.gctx, stack)
 		ended = inst.wd.disarm()
-	} else {
-		callErr = ended // the caller gave up before the guest ran: it did not
 	}
 	inst.gctx.Context, inst.gctx.inst = nil, nil
 	oom := m.outOfMemory(inst, call)
@@ -248,6 +250,8 @@ func (m *Module) call(ctx context.Context, command string, input []byte) ([]byte
 	var out []byte
 	var err error
 	switch {
+	case !ran:
+		err = m.endedError(command, ended) // the instance is as it was
 	case callErr != nil && ended != nil:
 		inst.dead = true
 		err = m.endedError(command, ended)

@@ -424,6 +424,7 @@ func (m *Module) instantiate(ctx context.Context, deadline time.Time) (*instance
 	}
 	inst.sleepCtx = nil
 	inst.mod = mod
+	inst.wd.mod = mod
 	inst.fn = mod.ExportedFunction(abi.ExportCall)
 	inst.mem = mod.Memory()
 	return inst, nil

@@ -22,7 +22,7 @@ import (
 // so wazero starts no goroutine per call to watch one (RATIONALE.md, "Why a
 // patched wazero?").
 type watchdog struct {
-	mod   api.Module
+	mod   api.Module // the instance's, set once it is instantiated
 	timer *time.Timer
 
 	mu       sync.Mutex
@@ -36,14 +36,14 @@ type watchdog struct {
 	stopParent func() bool
 }
 
-// arm watches a call on mod that must end by deadline, or when parent is
-// done. It fails without arming if parent is done already.
-func (w *watchdog) arm(mod api.Module, parent context.Context, deadline time.Time) error {
+// arm watches a call that must end by deadline, or when parent is done.
+// It fails without arming if parent is done already.
+func (w *watchdog) arm(parent context.Context, deadline time.Time) error {
 	if err := parent.Err(); err != nil {
 		return err
 	}
 	w.mu.Lock()
-	w.mod, w.deadline, w.reason = mod, deadline, nil
+	w.deadline, w.reason = deadline, nil
 	w.armed++
 	armed := w.armed
 	w.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
 
 	"github.com/station-dev/station/internal/wasmgen"
 )
@@ -18,26 +19,20 @@ import (
 func TestWatchdogLateCancellationEndsNothingElse(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	ctx := context.Background()
-	rt := wazero.NewRuntime(ctx)
-	defer rt.Close(ctx)
-	mod, err := rt.Instantiate(ctx, wasmgen.Module([]wasmgen.Func{{Body: []byte{0x01}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var w watchdog
+	w := watchdog{mod: idleModule(t)}
 	far := time.Now().Add(time.Hour)
 	for i := range 200 {
 		cctx, cancel := context.WithCancel(ctx)
-		if err := w.arm(mod, cctx, far); err != nil {
+		if err := w.arm(cctx, far); err != nil {
 			t.Fatal(err)
 		}
 		cancel() // as the call returns
 		w.disarm()
-		if err := w.arm(mod, ctx, far); err != nil { // the instance's next call
+		if err := w.arm(ctx, far); err != nil { // the instance's next call
 			t.Fatal(err)
 		}
 		time.Sleep(50 * time.Microsecond) // the cancellation's goroutine runs now
-		if reason := w.disarm(); reason != nil || mod.IsClosed() {
+		if reason := w.disarm(); reason != nil || w.mod.IsClosed() {
 			t.Fatalf("round %d: the next call was ended (%v)", i, reason)
 		}
 	}
@@ -46,18 +41,25 @@ func TestWatchdogLateCancellationEndsNothingElse(t *testing.T) {
 // A deadline ends the armed call, and only it.
 func TestWatchdogDeadline(t *testing.T) {
 	ctx := context.Background()
+	w := watchdog{mod: idleModule(t)}
+	if err := w.arm(ctx, time.Now().Add(10*time.Millisecond)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if reason := w.disarm(); reason != context.DeadlineExceeded || !w.mod.IsClosed() {
+		t.Fatalf("after the deadline: reason %v, closed %v", reason, w.mod.IsClosed())
+	}
+}
+
+// idleModule is a module that never runs, for the watchdog to terminate.
+func idleModule(t *testing.T) api.Module {
+	t.Helper()
+	ctx := context.Background()
 	rt := wazero.NewRuntime(ctx)
-	defer rt.Close(ctx)
+	t.Cleanup(func() { rt.Close(ctx) })
 	mod, err := rt.Instantiate(ctx, wasmgen.Module([]wasmgen.Func{{Body: []byte{0x01}}}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var w watchdog
-	if err := w.arm(mod, ctx, time.Now().Add(10*time.Millisecond)); err != nil {
-		t.Fatal(err)
-	}
-	time.Sleep(100 * time.Millisecond)
-	if reason := w.disarm(); reason != context.DeadlineExceeded || !mod.IsClosed() {
-		t.Fatalf("after the deadline: reason %v, closed %v", reason, mod.IsClosed())
-	}
+	return mod
 }
