@@ -18,7 +18,26 @@ import (
 
 const runawayTimeout = 500 * time.Millisecond
 
+// spinSource is a guest whose command never returns.
+const spinSource = `
+var sink int
+
+//go:wasmexport station_call
+func call(cmd, in int32) int32 {
+	for i := 0; ; i++ {
+		sink += i
+	}
+}
+`
+
+// loadRunaway loads the guest body as id with the runaway deadline.
 func loadRunaway(t *testing.T, id, body string) (*Host, error) {
+	t.Helper()
+	return loadGuest(t, id, body, "timeout: 500ms")
+}
+
+// loadGuest loads the guest body as id with limits on a host of its own.
+func loadGuest(t *testing.T, id, body, limits string) (*Host, error) {
 	t.Helper()
 	wasm := buildReviewGuest(t, guestSource(nil, body))
 	h, err := New(Options{})
@@ -26,7 +45,7 @@ func loadRunaway(t *testing.T, id, body string) (*Host, error) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.Close(context.Background()) })
-	_, err = h.Load(context.Background(), reviewManifest(t, id, "timeout: 500ms"), wasm)
+	_, err = h.Load(context.Background(), reviewManifest(t, id, limits), wasm)
 	return h, err
 }
 
@@ -48,16 +67,7 @@ func callStops(t *testing.T, h *Host, id string) {
 }
 
 func TestRunawayLoopStops(t *testing.T) {
-	h, err := loadRunaway(t, "test/loop", `
-var sink int
-
-//go:wasmexport station_call
-func call(cmd, in int32) int32 {
-	for i := 0; ; i++ {
-		sink += i
-	}
-}
-`)
+	h, err := loadRunaway(t, "test/loop", spinSource)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,22 +169,8 @@ func runtimeGosched() { ch := make(chan int, 1); ch <- 1; go func() { <-ch }() }
 // of the world, and the test hangs until go test's -timeout kills it (which
 // is what it did with the check of the stack guard taken out).
 func TestGarbageCollectionDoesNotWaitForASpinningGuest(t *testing.T) {
-	wasm := buildReviewGuest(t, guestSource(nil, `
-var sink int
-
-//go:wasmexport station_call
-func call(cmd, in int32) int32 {
-	for i := 0; ; i++ {
-		sink += i
-	}
-}
-`))
-	h, err := New(Options{})
+	h, err := loadGuest(t, "test/gc", spinSource, "timeout: 5s")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	if _, err := h.Load(context.Background(), reviewManifest(t, "test/gc", "timeout: 5s"), wasm); err != nil {
 		t.Fatal(err)
 	}
 	var callDone atomic.Bool
@@ -200,22 +196,8 @@ func call(cmd, in int32) int32 {
 // A caller that gives up ends its call at once, as a cancellation, not at
 // the deadline.
 func TestRunawayCallEndsWhenTheCallerGivesUp(t *testing.T) {
-	wasm := buildReviewGuest(t, guestSource(nil, `
-var sink int
-
-//go:wasmexport station_call
-func call(cmd, in int32) int32 {
-	for i := 0; ; i++ {
-		sink += i
-	}
-}
-`))
-	h, err := New(Options{})
+	h, err := loadGuest(t, "test/cancel", spinSource, "timeout: 30s")
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close(context.Background())
-	if _, err := h.Load(context.Background(), reviewManifest(t, "test/cancel", "timeout: 30s"), wasm); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
