@@ -34,7 +34,10 @@ func init() {
 func sdkInvoke(ctx context.Context) ([]byte, error) { return sdk.Invoke(ctx, "greet", in) }
 
 // check fails b unless out is the greeting every path must return.
-func check(tb testing.TB, out []byte, err error) {
+func check(tb testing.TB, out []byte, err error) { checkResult(tb, out, err, want) }
+
+// checkResult fails tb unless the call succeeded with want.
+func checkResult(tb testing.TB, out []byte, err error, want []byte) {
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -236,7 +239,13 @@ func (h *rawHost) link(ctx context.Context, rt wazero.Runtime) error {
 // rawGuest instantiates the station guest in a bare wazero runtime.
 func rawGuest(tb testing.TB, deadline bool) (*rawHost, api.Function) {
 	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(deadline))
+	return rawGuestOn(tb, wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(deadline)))
+}
+
+// rawGuestOn instantiates the station guest in rt, which it closes when tb
+// ends.
+func rawGuestOn(tb testing.TB, rt wazero.Runtime) (*rawHost, api.Function) {
+	ctx := context.Background()
 	tb.Cleanup(func() { rt.Close(ctx) })
 	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
 	h := &rawHost{}

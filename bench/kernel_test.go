@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"testing"
 	"time"
@@ -9,10 +8,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
-	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/station-dev/station/bench/kernels"
-	"github.com/station-dev/station/sdk/abi"
 )
 
 // kernelCommands are the kernels as the shared greet module declares them.
@@ -66,7 +63,7 @@ func BenchmarkKernel(b *testing.B) {
 					if cancel != nil {
 						cancel()
 					}
-					checkKernel(b, out, err, want)
+					checkResult(b, out, err, want)
 				}
 			})
 		}
@@ -75,7 +72,7 @@ func BenchmarkKernel(b *testing.B) {
 			st.Run(ctx, greetID, name, nil)
 			for b.Loop() {
 				out, err := st.Run(ctx, greetID, name, nil)
-				checkKernel(b, out, err, want)
+				checkResult(b, out, err, want)
 			}
 		})
 		b.Run(name+"/extism", func(b *testing.B) {
@@ -86,18 +83,9 @@ func BenchmarkKernel(b *testing.B) {
 				if rc != 0 {
 					b.Fatalf("rc %d", rc)
 				}
-				checkKernel(b, out, err, want)
+				checkResult(b, out, err, want)
 			}
 		})
-	}
-}
-
-func checkKernel(tb testing.TB, out []byte, err error, want []byte) {
-	if err != nil {
-		tb.Fatal(err)
-	}
-	if !bytes.Equal(out, want) {
-		tb.Fatalf("got %s, want %s", out, want)
 	}
 }
 
@@ -112,17 +100,6 @@ func kernelGuest(tb testing.TB, mode string) (*rawHost, api.Function) {
 	if mode == "wazero" {
 		return rawGuest(tb, false)
 	}
-	ctx := context.Background()
-	rt := wazero.NewRuntimeWithConfig(experimental.WithInlineTerminationCheck(ctx), wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true))
-	tb.Cleanup(func() { rt.Close(ctx) })
-	wasi_snapshot_preview1.MustInstantiate(ctx, rt)
-	h := &rawHost{}
-	if err := h.link(ctx, rt); err != nil {
-		tb.Fatal(err)
-	}
-	mod, err := rt.InstantiateWithConfig(ctx, guestBytes(tb, "station"), wazero.NewModuleConfig().WithName("").WithStartFunctions(abi.ExportInitialize))
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return h, mod.ExportedFunction(abi.ExportCall)
+	ctx := experimental.WithInlineTerminationCheck(context.Background())
+	return rawGuestOn(tb, wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigCompiler().WithCloseOnContextDone(true)))
 }
