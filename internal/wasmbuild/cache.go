@@ -153,14 +153,12 @@ func treeSum(dir string) (string, error) {
 		if strings.HasSuffix(name, "_test.go") || !strings.HasSuffix(name, ".go") && !strings.HasSuffix(name, ".s") {
 			return nil
 		}
-		b, err := os.ReadFile(p)
+		rel, err := filepath.Rel(dir, p)
 		if err != nil {
 			return err
 		}
-		rel, _ := filepath.Rel(dir, p)
-		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
-		h.Write(b)
-		return nil
+		fmt.Fprintf(h, "%s\x00", filepath.ToSlash(rel))
+		return hashFile(h, p)
 	})
 	return hex.EncodeToString(h.Sum(nil)), err
 }
