@@ -30,8 +30,22 @@ type AuditFilter struct {
 	// Trace, if set, selects only decisions of calls made with this trace
 	// (sandbox.WithTrace).
 	Trace string
-	// Since, if set, selects only decisions made at or after it.
-	Since time.Time
+	// AllowedOnly selects only decisions that allowed (with DeniedOnly,
+	// nothing).
+	AllowedOnly bool
+	// Capability, if set, selects only decisions of this capability
+	// ("network", "filesystem", ...).
+	Capability sandbox.Capability
+	// Since, if set, selects only decisions made at or after it; Until,
+	// if set, only those made before it.
+	Since, Until time.Time
+	// Before, if set, selects only records with a smaller ID: the cursor
+	// of the page after one whose oldest record has ID Before.
+	Before int64
+	// After, if set, selects only records with a larger ID, and the
+	// oldest Limit of them instead of the newest: what a live tail asks
+	// for after the newest record it has.
+	After int64
 	// Limit is the most records returned (the newest ones); 0 means
 	// DefaultAuditLimit.
 	Limit int
@@ -71,7 +85,10 @@ func (s *Store) AppendAudit(ctx context.Context, decisions []sandbox.Decision) e
 	return nil
 }
 
-// Audit returns the newest f.Limit records that match f, oldest first.
+// Audit returns the newest f.Limit records that match f (with f.After, the
+// oldest), oldest first. The scan walks IDs from the cursor and stops once
+// the page is full, so a page of common records costs about its own size
+// however long the log is (the dashboard's BenchmarkAuditPage).
 func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error) {
 	limit := f.Limit
 	if limit <= 0 {
@@ -90,6 +107,29 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 	if f.DeniedOnly {
 		where = append(where, "allowed = 0")
 	}
+	if f.AllowedOnly {
+		where = append(where, "allowed != 0")
+	}
+	if f.Capability != "" {
+		where = append(where, "capability = ?")
+		args = append(args, string(f.Capability))
+	}
+	if f.Before > 0 {
+		where = append(where, "id < ?")
+		args = append(args, f.Before)
+	}
+	if f.After > 0 {
+		where = append(where, "id > ?")
+		args = append(args, f.After)
+	}
+	if !f.Until.IsZero() {
+		until, err := sqldb.ToNanos(f.Until)
+		if err != nil {
+			return nil, fmt.Errorf("read audit: until: %w", err)
+		}
+		where = append(where, "time < ?")
+		args = append(args, until)
+	}
 	if !f.Since.IsZero() {
 		since, err := sqldb.ToNanos(f.Since)
 		if err != nil {
@@ -104,13 +144,19 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 	if len(where) > 0 {
 		q += " WHERE " + strings.Join(where, " AND ")
 	}
-	q += " ORDER BY id DESC LIMIT ?"
+	order := " ORDER BY id DESC LIMIT ?"
+	if f.After > 0 {
+		order = " ORDER BY id LIMIT ?"
+	}
+	q += order
 	args = append(args, limit)
 	out, err := sqldb.QueryAll(ctx, s.db, scanAudit, q, args...)
 	if err != nil {
 		return nil, fmt.Errorf("read audit: %w", err)
 	}
-	slices.Reverse(out)
+	if f.After == 0 {
+		slices.Reverse(out)
+	}
 	return out, nil
 }
 

@@ -269,6 +269,9 @@ func TestAudit(t *testing.T) {
 		if i%4 == 2 {
 			d.Trace = "run/1/step/s"
 		}
+		if i%5 == 4 {
+			d.Capability = sandbox.Subprocess
+		}
 		if i == 5 {
 			d.Folded, d.Target = 700, "(700 decisions)" // a rate-limit summary row
 		}
@@ -306,6 +309,17 @@ func TestAudit(t *testing.T) {
 		{"trace", AuditFilter{Trace: "run/1/step/s"}, pick(2, 6)},
 		{"trace and module", AuditFilter{Trace: "run/1/step/s", Module: "anna/b"}, nil},
 		{"no match", AuditFilter{Module: "nobody/none"}, nil},
+		{"allowed", AuditFilter{AllowedOnly: true}, pick(1, 2, 4, 5, 7, 8)},
+		{"allowed and denied is nothing", AuditFilter{AllowedOnly: true, DeniedOnly: true}, nil},
+		{"capability", AuditFilter{Capability: sandbox.Subprocess}, pick(4, 9)},
+		{"until", AuditFilter{Until: base.Add(2 * time.Second)}, pick(0, 1)},
+		{"since and until", AuditFilter{Since: base.Add(3 * time.Second), Until: base.Add(5 * time.Second)}, pick(3, 4)},
+		// IDs are 1..10 in the order stored.
+		{"before: the page after one that ends at ID 6", AuditFilter{Before: 6, Limit: 3}, pick(2, 3, 4)},
+		{"before with filter", AuditFilter{Before: 6, DeniedOnly: true}, pick(0, 3)},
+		{"after: the oldest newer ones", AuditFilter{After: 3, Limit: 2}, pick(3, 4)},
+		{"after with filter", AuditFilter{After: 3, Module: "anna/b"}, pick(3, 5, 7, 9)},
+		{"after the newest", AuditFilter{After: 10}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
