@@ -101,7 +101,8 @@ func (s *Store) Audit(ctx context.Context, f AuditFilter) ([]AuditRecord, error)
 		args = append(args, f.Module)
 	}
 	if f.Trace != "" {
-		where = append(where, "trace = ?")
+		// The second term lets SQLite use the partial index on trace.
+		where = append(where, "trace = ?", "trace != ''")
 		args = append(args, f.Trace)
 	}
 	if f.DeniedOnly {
