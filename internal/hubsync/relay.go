@@ -168,7 +168,7 @@ func (r *Runner) handle(ctx context.Context, ev hub.Event) error {
 			return err
 		default:
 			s.log().Info("applied team lockfile", "team", rep.Team, "revision", rep.Revision,
-				"installed", len(rep.Installed), "pending", len(rep.Pending), "failed", len(rep.Failed))
+				"installed", len(rep.Installed), "pending", len(rep.Pending), "rejected", len(rep.Rejected), "failed", len(rep.Failed))
 			if r.OnApplied != nil {
 				r.OnApplied(rep)
 			}

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/store"
 )
 
 // TeamStatus is a team as this station's records know it: what `station
@@ -24,7 +25,9 @@ type TeamStatus struct {
 	LastError string `json:"last_error,omitempty"`
 	// WorkflowDir is where the team's workflows are written.
 	WorkflowDir string `json:"workflow_dir"`
-	// Pending are the changes that wait for the operator's approval.
+	// Pending are the changes that wait for the operator's approval, and
+	// those the operator rejected (RejectedAt set) that the lockfile last
+	// applied still pins.
 	Pending []PendingChange `json:"pending"`
 	// Affected are the team's modules installed here (those its lockfile
 	// installed) that a known advisory affects or whose version is yanked,
@@ -33,9 +36,9 @@ type TeamStatus struct {
 	Affected []Finding `json:"affected"`
 }
 
-// PendingChange is a team change that waits for the operator's approval
-// while the approved version (FromVersion, "" when the module is not
-// installed) keeps running.
+// PendingChange is a team change that waits for the operator's approval,
+// or that the operator rejected (RejectedAt), while the approved version
+// (FromVersion, "" when the module is not installed) keeps running.
 type PendingChange struct {
 	Team        string `json:"team"`
 	Module      string `json:"module"`
@@ -46,6 +49,9 @@ type PendingChange struct {
 	// approval.
 	Escalations []string  `json:"escalations"`
 	RecordedAt  time.Time `json:"recorded_at"`
+	// RejectedAt is when the operator rejected the change (RejectPending);
+	// zero while it waits for approval.
+	RejectedAt time.Time `json:"rejected_at,omitzero"`
 }
 
 // NotMemberError is a team name this station (or, for a sync, the hub
@@ -90,8 +96,7 @@ func Status(ctx context.Context, st *station.Station, team string) ([]TeamStatus
 			WorkflowDir: WorkflowDir(st.Home, t.Name), Pending: []PendingChange{}, Affected: nonNilAffected(affected[t.Name])}
 		for _, p := range pend {
 			if p.Team == t.Name {
-				ts.Pending = append(ts.Pending, PendingChange{Team: p.Team, Module: p.Module, Version: p.Version, Revision: p.Revision,
-					FromVersion: p.FromVersion, Escalations: nonNil(p.Escalations), RecordedAt: p.RecordedAt})
+				ts.Pending = append(ts.Pending, pendingChange(p))
 			}
 		}
 		out = append(out, ts)
@@ -100,6 +105,11 @@ func Status(ctx context.Context, st *station.Station, team string) ([]TeamStatus
 		return nil, &NotMemberError{Team: team}
 	}
 	return out, nil
+}
+
+func pendingChange(p store.HubPending) PendingChange {
+	return PendingChange{Team: p.Team, Module: p.Module, Version: p.Version, Revision: p.Revision,
+		FromVersion: p.FromVersion, Escalations: nonNil(p.Escalations), RecordedAt: p.RecordedAt, RejectedAt: p.RejectedAt}
 }
 
 // teamAffected returns, by team, the installed modules that team's

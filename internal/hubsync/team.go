@@ -30,6 +30,10 @@ type Report struct {
 	// Pending are the changes that wait for the operator's approval; the
 	// installed versions keep running.
 	Pending []Plan
+	// Rejected are the changes the operator rejected (RejectPending) that
+	// the lockfile still pins: they stay rejected, nobody is asked about
+	// them again, and the installed versions keep running.
+	Rejected []Plan
 	// Failed are the modules that could not be applied, with the reason.
 	Failed []ModuleError
 	// Workflows are the team workflows written, by name.
@@ -67,7 +71,25 @@ func WorkflowDir(home, team string) string {
 // while the installed version keeps running. Modules installed here but
 // absent from the lockfile are left alone. The team's workflows are written
 // to WorkflowDir. A lockfile that does not validate changes nothing.
+//
+// A change the operator rejected (RejectPending) of the version the
+// lockfile still pins is not shown to approve: it stays recorded as
+// rejected (Report.Rejected), and is neither logged nor reported as
+// waiting for approval again. Only ApprovePending takes it.
 func (s *Session) Apply(ctx context.Context, tl hub.TeamLockfile, approve Approver) (*Report, error) {
+	return s.apply(ctx, tl, approve, change{})
+}
+
+// change is one module version of a team lockfile.
+type change struct{ module, version string }
+
+// keepPending is the approver of a change that stays pending (or
+// rejected): it declines without asking anyone.
+func keepPending(p Plan) (bool, error) { return false, &PendingError{Plan: p} }
+
+// apply is Apply, where take, a change the operator rejected, is shown to
+// approve all the same (ApprovePending: the operator changed their mind).
+func (s *Session) apply(ctx context.Context, tl hub.TeamLockfile, approve Approver, take change) (*Report, error) {
 	if msg := hub.CheckName(tl.Team); msg != "" {
 		return nil, fmt.Errorf("apply lockfile: team %q %s", tl.Team, msg)
 	}
@@ -82,21 +104,41 @@ func (s *Session) Apply(ctx context.Context, tl hub.TeamLockfile, approve Approv
 		return nil, err
 	}
 	rep := &Report{Team: tl.Team, Revision: tl.Revision, Previous: team.Revision}
+	recorded, err := st.Store.HubPendings(ctx, tl.Team)
+	if err != nil {
+		return nil, err
+	}
+	rejected := map[change]bool{}
+	for _, p := range recorded {
+		if !p.RejectedAt.IsZero() {
+			rejected[change{p.Module, p.Version}] = true
+		}
+	}
+	delete(rejected, take)
 	var pending []store.HubPending
 	for _, m := range tl.Lockfile.Modules {
 		perms := m.Permissions
+		ask, wasRejected := approve, rejected[change{m.ID, m.Version}]
+		if wasRejected && ask != nil {
+			ask = keepPending
+		}
 		res, err := s.Install(ctx, Request{ID: m.ID, Version: m.Version, Team: tl.Team, TeamPermissions: &perms,
-			Pin: &hubclient.Pin{ManifestDigest: m.ManifestDigest, WasmDigest: m.WasmDigest}}, approve)
+			Pin: &hubclient.Pin{ManifestDigest: m.ManifestDigest, WasmDigest: m.WasmDigest}}, ask)
 		var pe *PendingError
 		switch {
 		case errors.As(err, &pe):
-			rep.Pending = append(rep.Pending, pe.Plan)
 			p := store.HubPending{Team: tl.Team, Module: m.ID, Version: m.Version, Revision: tl.Revision, Escalations: pe.Plan.Differences(), RecordedAt: s.now()}
 			if pe.Plan.Plan.Replaces != nil {
 				p.FromVersion = pe.Plan.Plan.Replaces.Version
 			}
-			pending = append(pending, p)
-			s.log().Warn("team change waits for approval (station team sync)", "team", tl.Team, "module", m.ID, "version", m.Version, "asks", strings.Join(p.Escalations, "; "))
+			pending = append(pending, p) // a rejection of the same version is kept (store.ReplaceHubPendings)
+			if wasRejected {
+				rep.Rejected = append(rep.Rejected, pe.Plan)
+				s.log().Info("team change stays rejected; the approved version keeps running", "team", tl.Team, "module", m.ID, "version", m.Version)
+				break
+			}
+			rep.Pending = append(rep.Pending, pe.Plan)
+			s.log().Warn("team change waits for approval (station team approve or reject)", "team", tl.Team, "module", m.ID, "version", m.Version, "asks", strings.Join(p.Escalations, "; "))
 		case err != nil:
 			rep.Failed = append(rep.Failed, ModuleError{ID: m.ID, Version: m.Version, Err: err})
 			s.log().Warn("team module not applied", "team", tl.Team, "module", m.ID, "version", m.Version, "err", err.Error())
@@ -175,6 +217,11 @@ func writeWorkflows(dir string, wfs []hub.Workflow) ([]string, error) {
 // lockfile of another team changes nothing: what a sync of team changes is
 // team's, whatever the hub says.
 func (s *Session) Sync(ctx context.Context, team string, approve Approver) (*Report, error) {
+	return s.sync(ctx, team, approve, change{})
+}
+
+// sync is Sync, with apply's take.
+func (s *Session) sync(ctx context.Context, team string, approve Approver, take change) (*Report, error) {
 	tl, err := s.Client.Lockfile(ctx, team)
 	if err != nil {
 		return nil, err
@@ -182,7 +229,7 @@ func (s *Session) Sync(ctx context.Context, team string, approve Approver) (*Rep
 	if tl.Team != team {
 		return nil, fmt.Errorf("sync team %s: the hub answered with the lockfile of team %q; nothing was applied", team, clip(tl.Team))
 	}
-	return s.Apply(ctx, tl, approve)
+	return s.apply(ctx, tl, approve, take)
 }
 
 // clip shortens a name the hub sent for a message (it is quoted with %q,

@@ -350,7 +350,8 @@ func (s *Store) DeleteHubTeam(ctx context.Context, name string) error {
 }
 
 // HubPending is a team change that asks for more than the operator
-// approved and waits for `station team sync` to approve it. Meanwhile the
+// approved and waits for `station team sync` (or `station team approve`) to
+// approve it, or that the operator rejected (schema 11). Meanwhile the
 // installed version keeps running.
 type HubPending struct {
 	Team        string
@@ -362,24 +363,30 @@ type HubPending struct {
 	// approval.
 	Escalations []string
 	RecordedAt  time.Time
+	// RejectedAt is when the operator rejected the change (`station team
+	// reject`); zero while it waits for approval.
+	RejectedAt time.Time
 }
 
 // HubPendings returns the pending changes of team ("": of every team), by
-// team and module.
+// team and module, the rejected ones with them.
 func (s *Store) HubPendings(ctx context.Context, team string) ([]HubPending, error) {
 	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (HubPending, error) {
 		var p HubPending
 		var esc []byte
-		var at int64
-		if err := r.Scan(&p.Team, &p.Module, &p.Version, &p.Revision, &p.FromVersion, &esc, &at); err != nil {
+		var at, rejected int64
+		if err := r.Scan(&p.Team, &p.Module, &p.Version, &p.Revision, &p.FromVersion, &esc, &at, &rejected); err != nil {
 			return HubPending{}, err
 		}
 		if err := json.Unmarshal(esc, &p.Escalations); err != nil {
 			return HubPending{}, fmt.Errorf("escalations of %s/%s: %w", p.Team, p.Module, err)
 		}
 		p.RecordedAt = sqldb.FromNanos(at)
+		if rejected != 0 {
+			p.RejectedAt = sqldb.FromNanos(rejected)
+		}
 		return p, nil
-	}, `SELECT team, module, version, revision, from_version, escalations, recorded_at
+	}, `SELECT team, module, version, revision, from_version, escalations, recorded_at, rejected_at
 		FROM hub_pending WHERE ? = '' OR team = ? ORDER BY team, module`, team, team)
 	if err != nil {
 		return nil, fmt.Errorf("pending changes: %w", err)
@@ -388,9 +395,29 @@ func (s *Store) HubPendings(ctx context.Context, team string) ([]HubPending, err
 }
 
 // ReplaceHubPendings makes ps the whole set of team's pending changes, in
-// one transaction.
+// one transaction. A change of the same module and version as one recorded
+// before keeps that one's rejection (RejectHubPending): a rejected change
+// stays rejected while the lockfile pins that version. Any other change is
+// recorded with its own RejectedAt (zero: it waits for approval), so another
+// version of a rejected module waits for approval again.
 func (s *Store) ReplaceHubPendings(ctx context.Context, team string, ps []HubPending) error {
 	err := s.tx(ctx, func(tx *sql.Tx) error {
+		type key struct{ module, version string }
+		type row struct {
+			key
+			at int64
+		}
+		was, err := sqldb.QueryAll(ctx, tx, func(r sqldb.Scanner) (row, error) {
+			var w row
+			return w, r.Scan(&w.module, &w.version, &w.at)
+		}, `SELECT module, version, rejected_at FROM hub_pending WHERE team = ? AND rejected_at != 0`, team)
+		if err != nil {
+			return err
+		}
+		rejected := map[key]int64{}
+		for _, w := range was {
+			rejected[w.key] = w.at
+		}
 		if _, err := tx.ExecContext(ctx, `DELETE FROM hub_pending WHERE team = ?`, team); err != nil {
 			return err
 		}
@@ -403,8 +430,14 @@ func (s *Store) ReplaceHubPendings(ctx context.Context, team string, ps []HubPen
 			if err != nil {
 				return err
 			}
-			if _, err := tx.ExecContext(ctx, `INSERT INTO hub_pending (team, module, version, revision, from_version, escalations, recorded_at)
-				VALUES (?, ?, ?, ?, ?, ?, ?)`, team, p.Module, p.Version, p.Revision, p.FromVersion, esc, at); err != nil {
+			rej, kept := rejected[key{p.Module, p.Version}]
+			if !kept && !p.RejectedAt.IsZero() {
+				if rej, err = sqldb.ToNanos(p.RejectedAt); err != nil {
+					return err
+				}
+			}
+			if _, err := tx.ExecContext(ctx, `INSERT INTO hub_pending (team, module, version, revision, from_version, escalations, recorded_at, rejected_at)
+				VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, team, p.Module, p.Version, p.Revision, p.FromVersion, esc, at, rej); err != nil {
 				return err
 			}
 		}
@@ -412,6 +445,36 @@ func (s *Store) ReplaceHubPendings(ctx context.Context, team string, ps []HubPen
 	})
 	if err != nil {
 		return fmt.Errorf("record pending changes of team %s: %w", team, err)
+	}
+	return nil
+}
+
+// RejectHubPending records that the operator rejected team's pending
+// change of module to version, at at. The error wraps ErrNotFound when no
+// such change is recorded (none of module, or one of another version).
+func (s *Store) RejectHubPending(ctx context.Context, team, module, version string, at time.Time) error {
+	if at.IsZero() {
+		return fmt.Errorf("reject %s@%s of team %s: no time given", module, version, team)
+	}
+	n, err := sqldb.ToNanos(at)
+	if err != nil {
+		return fmt.Errorf("reject %s@%s of team %s: %w", module, version, team, err)
+	}
+	found := false
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE hub_pending SET rejected_at = ? WHERE team = ? AND module = ? AND version = ?`, n, team, module, version)
+		if err != nil {
+			return err
+		}
+		c, err := res.RowsAffected()
+		found = c > 0
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("reject %s@%s of team %s: %w", module, version, team, err)
+	}
+	if !found {
+		return fmt.Errorf("reject %s@%s of team %s: no such pending change: %w", module, version, team, ErrNotFound)
 	}
 	return nil
 }

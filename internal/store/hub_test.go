@@ -190,3 +190,96 @@ func TestHubKeysMigration(t *testing.T) {
 		t.Errorf("a pin no origin names is trusted on a hub: %+v", ks)
 	}
 }
+
+// TestRejectHubPending: a rejection is recorded for one module version,
+// survives a replace that records the same version again, and is dropped
+// by a replace that records another version of the module; rejecting a
+// change that is not recorded is ErrNotFound.
+func TestRejectHubPending(t *testing.T) {
+	ctx := context.Background()
+	s := open(t)
+	at := time.Date(2026, 11, 3, 10, 0, 0, 0, time.UTC)
+	rejectedAt := at.Add(time.Hour)
+	hello := HubPending{Module: "a/hello", Version: "1.1.0", Revision: 2, FromVersion: "1.0.0", Escalations: []string{"may now connect to api.stripe.com"}, RecordedAt: at}
+	other := HubPending{Module: "a/other", Version: "2.0.0", Revision: 2, Escalations: []string{"e"}, RecordedAt: at}
+	if err := s.ReplaceHubPendings(ctx, "acme", []HubPending{hello, other}); err != nil {
+		t.Fatal(err)
+	}
+	s.ReplaceHubPendings(ctx, "beta", []HubPending{hello})
+	for _, c := range []struct{ team, module, version string }{
+		{"acme", "a/hello", "1.2.0"}, // another version
+		{"acme", "a/nope", "1.1.0"},
+		{"gamma", "a/hello", "1.1.0"},
+	} {
+		if err := s.RejectHubPending(ctx, c.team, c.module, c.version, rejectedAt); !errors.Is(err, ErrNotFound) {
+			t.Errorf("RejectHubPending(%s, %s@%s) = %v, want ErrNotFound", c.team, c.module, c.version, err)
+		}
+	}
+	if err := s.RejectHubPending(ctx, "acme", "a/hello", "1.1.0", time.Time{}); err == nil {
+		t.Error("RejectHubPending with no time succeeded")
+	}
+	if err := s.RejectHubPending(ctx, "acme", "a/hello", "1.1.0", rejectedAt); err != nil {
+		t.Fatal(err)
+	}
+	want := hello
+	want.Team, want.RejectedAt = "acme", rejectedAt
+	wantOther := other
+	wantOther.Team = "acme"
+	if ps, _ := s.HubPendings(ctx, "acme"); !reflect.DeepEqual(ps, []HubPending{want, wantOther}) {
+		t.Errorf("after the rejection: %+v, want %+v", ps, []HubPending{want, wantOther})
+	}
+	if ps, _ := s.HubPendings(ctx, "beta"); len(ps) != 1 || !ps[0].RejectedAt.IsZero() {
+		t.Errorf("beta's change of the same version: %+v, want it pending", ps)
+	}
+
+	// The same version again, at a later revision: still rejected.
+	again := hello
+	again.Revision, again.RecordedAt = 3, at.Add(2*time.Hour)
+	s.ReplaceHubPendings(ctx, "acme", []HubPending{again, other})
+	want.Revision, want.RecordedAt = 3, again.RecordedAt
+	if ps, _ := s.HubPendings(ctx, "acme"); len(ps) != 2 || !reflect.DeepEqual(ps[0], want) || !ps[1].RejectedAt.IsZero() {
+		t.Errorf("after a replace with the same version: %+v, want %+v first", ps, want)
+	}
+
+	// Another version: pending, and the rejection is gone for good.
+	newer := hello
+	newer.Version, newer.Revision = "1.2.0", 4
+	s.ReplaceHubPendings(ctx, "acme", []HubPending{newer})
+	if ps, _ := s.HubPendings(ctx, "acme"); len(ps) != 1 || ps[0].Version != "1.2.0" || !ps[0].RejectedAt.IsZero() {
+		t.Errorf("after a replace with a newer version: %+v, want 1.2.0 pending", ps)
+	}
+	s.ReplaceHubPendings(ctx, "acme", []HubPending{hello})
+	if ps, _ := s.HubPendings(ctx, "acme"); len(ps) != 1 || !ps[0].RejectedAt.IsZero() {
+		t.Errorf("1.1.0 once more after 1.2.0: %+v, want it pending (the rejection was of a change no longer recorded)", ps)
+	}
+}
+
+// TestHubPendingMigration: a change recorded before schema 11 waits for
+// approval after the migration.
+func TestHubPendingMigration(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "station.db")
+	saved := migrations
+	t.Cleanup(func() { migrations = saved })
+	migrations = saved[:10]
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.db.Exec(`INSERT INTO hub_pending (team, module, version, revision, from_version, escalations, recorded_at)
+		VALUES ('acme', 'a/hello', '1.1.0', 2, '1.0.0', CAST('["e"]' AS BLOB), 1)`); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	migrations = saved
+	if s, err = Open(path); err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ps, err := s.HubPendings(context.Background(), "acme")
+	if err != nil || len(ps) != 1 || ps[0].Version != "1.1.0" || !ps[0].RejectedAt.IsZero() {
+		t.Fatalf("after the migration: %+v, %v; want 1.1.0 pending", ps, err)
+	}
+	if err := s.RejectHubPending(context.Background(), "acme", "a/hello", "1.1.0", time.Unix(5, 0)); err != nil {
+		t.Fatal(err)
+	}
+}

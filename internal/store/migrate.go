@@ -50,6 +50,11 @@ import (
 //     that hub published the advisory, or else the one hub that did; one
 //     that names no such hub gets an empty hub_url and allows nothing
 //     (the operator allows it again).
+//   - 11: hub_pending.rejected_at (when the operator rejected a pending
+//     team change, 0 while it waits): a rejected change stays rejected
+//     while its team's lockfile pins the same version, and a lockfile that
+//     pins another version of the module is pending again. A change
+//     recorded before is pending (0). See hub.go.
 var migrations = []string{
 	// 1
 	`CREATE TABLE modules (
@@ -249,11 +254,13 @@ var migrations = []string{
 			WHERE o.module = advisory_allows.module AND o.version = advisory_allows.version),
 		(SELECT CASE WHEN count(*) = 1 THEN min(a.hub_url) END FROM hub_advisories a WHERE a.id = advisory_allows.advisory),
 		'');`,
+	// 11
+	`ALTER TABLE hub_pending ADD COLUMN rejected_at INTEGER NOT NULL DEFAULT 0; -- Unix nanoseconds, UTC, when the operator rejected it; 0 while it waits`,
 }
 
 // SchemaVersion is the schema version this package writes: the number of
 // migrations.
-const SchemaVersion = 10
+const SchemaVersion = 11
 
 // migrate brings the database to SchemaVersion in one transaction.
 func (s *Store) migrate(ctx context.Context) error {
