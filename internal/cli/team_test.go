@@ -317,3 +317,90 @@ func TestTeamRelayBetweenTwoStations(t *testing.T) {
 	}
 	noSecrets(t, tr, hubLog, []string{homeA, homeB}, alice, bob, code)
 }
+
+// TestTeamApproveAndReject: a member's station, without a daemon, refuses
+// an escalating team change (station team reject), and later syncs — even
+// with --yes — leave it rejected while 1.0.0 keeps running; station team
+// status shows it as REJECTED; station team approve then takes it after
+// all. Approving a version that is not the pending one says which is.
+func TestTeamApproveAndReject(t *testing.T) {
+	h, hubLog := startHub(t)
+	tr := &transcript{}
+	homeA, homeB := t.TempDir(), t.TempDir()
+	alice, bob := h.Account(t, "alice"), h.Account(t, "bob")
+	login(t, tr, h, homeA, alice)
+	login(t, tr, h, homeB, bob)
+	tr.add(station(t, homeA, "", "hub", "key", "create")).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "publish", moduleAs(t, "hello", "alice/hello", "1.0.0"))).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "install", "--yes", "alice/hello@1.0.0")).want(t, 0)
+	tr.add(station(t, homeA, "", "team", "create", "acme", "--from-installed")).want(t, 0)
+	code := strings.TrimSpace(station(t, homeA, "", "team", "invite", "acme", "--account", "bob").want(t, 0).out)
+	tr.add(station(t, homeB, code+"\n", "team", "join", "-")).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "publish", moduleAs(t, "hello", "alice/hello", "1.1.0", "api.stripe.com"))).want(t, 0)
+	tr.add(station(t, homeA, "", "module", "upgrade", "--yes", "alice/hello")).want(t, 0)
+	tr.add(station(t, homeA, "", "team", "push", "acme")).want(t, 0)
+
+	st, err := store.Open(filepath.Join(homeB, "station.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	runs := func() string {
+		t.Helper()
+		m, err := st.Module(context.Background(), "alice/hello")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m.Version
+	}
+	tr.add(station(t, homeB, "", "team", "sync")).want(t, cli.ExitDeclined)
+	r := tr.add(station(t, homeB, "", "team", "status")).want(t, 0)
+	for _, want := range []string{"PENDING alice/hello@1.1.0 (revision 2; 1.0.0 keeps running)", "+ may now connect to api.stripe.com",
+		"approve: station team approve acme alice/hello, or reject: station team reject acme alice/hello"} {
+		if !strings.Contains(r.out, want) {
+			t.Errorf("team status does not say %q:\n%s", want, r.out)
+		}
+	}
+	r = tr.add(station(t, homeB, "", "team", "approve", "acme", "alice/hello@1.0.5")).want(t, 1)
+	if !strings.Contains(r.err, "no change to alice/hello@1.0.5 is pending in team acme on this station (the pending change of alice/hello is to 1.1.0)") {
+		t.Errorf("approve of another version: %s", r.err)
+	}
+
+	r = tr.add(station(t, homeB, "", "team", "reject", "acme", "alice/hello")).want(t, 0)
+	if !strings.HasPrefix(r.out, "rejected alice/hello@1.1.0 of team acme; 1.0.0 keeps running") {
+		t.Errorf("team reject: %s", r.out)
+	}
+	r = tr.add(station(t, homeB, "", "team", "status")).want(t, 0)
+	if want := "REJECTED alice/hello@1.1.0 (revision 2; 1.0.0 keeps running): station team approve acme alice/hello to take it after all"; !strings.Contains(r.out, want) || strings.Contains(r.out, "PENDING") {
+		t.Errorf("team status after the rejection does not say %q:\n%s", want, r.out)
+	}
+	var status []struct {
+		Pending []map[string]any
+	}
+	json.Unmarshal([]byte(tr.add(station(t, homeB, "", "team", "status", "--json")).want(t, 0).out), &status)
+	if len(status) != 1 || len(status[0].Pending) != 1 || status[0].Pending[0]["rejected_at"] == nil {
+		t.Errorf("team status --json after the rejection: %+v", status)
+	}
+	// A sync, even with --yes, leaves it rejected: exit 0, nothing asked.
+	r = tr.add(station(t, homeB, "", "team", "sync", "--yes")).want(t, 0)
+	if !strings.Contains(r.out, "REJECTED alice/hello@1.1.0 stays rejected") || strings.Contains(r.out, "installed alice/hello") || runs() != "1.0.0" {
+		t.Errorf("team sync --yes after the rejection (runs %s):\n%s%s", runs(), r.out, r.err)
+	}
+
+	r = tr.add(station(t, homeB, "", "team", "approve", "acme", "alice/hello", "--json")).want(t, 0)
+	var approved struct {
+		Approved bool
+		Version  string
+		Asks     []string
+	}
+	if err := json.Unmarshal([]byte(r.out), &approved); err != nil || !approved.Approved || approved.Version != "1.1.0" || strings.Join(approved.Asks, "; ") != "may now connect to api.stripe.com" {
+		t.Errorf("team approve --json: %s (%v)", r.out, err)
+	}
+	if v := runs(); v != "1.1.0" {
+		t.Errorf("after the approval B runs %s, want 1.1.0", v)
+	}
+	if ps, _ := st.HubPendings(context.Background(), ""); len(ps) != 0 {
+		t.Errorf("pending after the approval: %+v", ps)
+	}
+	noSecrets(t, tr, hubLog, []string{homeA, homeB}, alice, bob, code)
+}

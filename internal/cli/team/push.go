@@ -90,7 +90,7 @@ func (r PushResult) Text(w io.Writer) error {
 		fmt.Fprintf(w, "; workflows %s", strings.Join(cmdutil.TermList(r.Workflows), ", "))
 	}
 	fmt.Fprintln(w)
-	if a := r.AppliedHere; a != nil && len(a.Installed)+len(a.Pending)+len(a.Failed) > 0 {
+	if a := r.AppliedHere; a != nil && len(a.Installed)+len(a.Pending)+len(a.Rejected)+len(a.Failed) > 0 {
 		fmt.Fprintln(w, "  on this station:")
 		a.changes(w, "    ", false)
 	}

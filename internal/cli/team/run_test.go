@@ -73,6 +73,10 @@ func (f *fake) SyncTeams(_ context.Context, team string, approve hubsync.Approve
 	f.approver = approve
 	return f.reps, f.err
 }
+func (f *fake) ApprovePending(_ context.Context, team, module, version string) (*hubsync.Report, error) {
+	f.call("approve %s %s@%s", team, module, version)
+	return f.rep, f.err
+}
 func (f *fake) Push(_ context.Context, team string, ids []string, wfs []hub.Workflow) (hub.TeamLockfile, *hubsync.Report, error) {
 	f.call("push %s %s", team, strings.Join(ids, ","))
 	f.workflow = wfs
@@ -226,7 +230,8 @@ func TestStatus(t *testing.T) {
 	at := time.Date(2026, 11, 29, 9, 4, 5, 0, time.UTC)
 	teams := []hubsync.TeamStatus{
 		{Name: "acme", HubURL: "https://hub.example.com", Role: "member", Revision: 2, SyncedAt: at, WorkflowDir: "/h/teams/acme/workflows",
-			Pending: []hubsync.PendingChange{{Team: "acme", Module: "alice/hello", Version: "1.1.0", Revision: 2, FromVersion: "1.0.0", Escalations: []string{"may now connect to api.stripe.com"}, RecordedAt: at}}},
+			Pending: []hubsync.PendingChange{{Team: "acme", Module: "alice/hello", Version: "1.1.0", Revision: 2, FromVersion: "1.0.0", Escalations: []string{"may now connect to api.stripe.com"}, RecordedAt: at},
+				{Team: "acme", Module: "alice/other", Version: "2.0.0", Revision: 2, Escalations: []string{"may run any program"}, RecordedAt: at, RejectedAt: at.Add(time.Hour)}}},
 		{Name: "beta", HubURL: "https://hub.example.com", Role: "owner", Revision: -1, LastError: "alice/z@1.0.0: boom", WorkflowDir: "/h/teams/beta/workflows", Pending: []hubsync.PendingChange{}},
 	}
 	var asked string
@@ -239,7 +244,10 @@ func TestStatus(t *testing.T) {
   workflows in /h/teams/acme/workflows
   PENDING alice/hello@1.1.0 (revision 2; 1.0.0 keeps running); compared with what you approved, it:
     + may now connect to api.stripe.com
-  approve with: station team sync acme (or --yes)
+    approve: station team approve acme alice/hello, or reject: station team reject acme alice/hello
+  REJECTED alice/other@2.0.0 (revision 2; not installed): station team approve acme alice/other to take it after all; compared with what you approved, it:
+    + may run any program
+  approve all with: station team sync acme (or --yes)
 team beta (owner) on https://hub.example.com: lockfile not applied yet (station team sync)
   not applied: alice/z@1.0.0: boom
   workflows in /h/teams/beta/workflows
@@ -260,8 +268,11 @@ team beta (owner) on https://hub.example.com: lockfile not applied yet (station 
 		t.Fatalf("status --json: %s (%v)", out.String(), err)
 	}
 	p := got[0]["pending"].([]any)[0].(map[string]any)
-	if p["from_version"] != "1.0.0" || p["revision"] != float64(2) || p["asks"].([]any)[0] != "may now connect to api.stripe.com" {
+	if _, rejected := p["rejected_at"]; p["from_version"] != "1.0.0" || p["revision"] != float64(2) || p["asks"].([]any)[0] != "may now connect to api.stripe.com" || rejected {
 		t.Errorf("status --json pending: %v", p)
+	}
+	if r := got[0]["pending"].([]any)[1].(map[string]any); r["rejected_at"] != at.Add(time.Hour).Format(time.RFC3339) || r["module"] != "alice/other" {
+		t.Errorf("status --json rejected: %v", r)
 	}
 	if _, ok := got[1]["synced_at"]; ok {
 		t.Errorf("status --json of a team never synced has a synced_at: %v", got[1])
@@ -281,6 +292,91 @@ team beta (owner) on https://hub.example.com: lockfile not applied yet (station 
 	err := statusRun(ctx, &StatusOptions{IO: io, Status: func(context.Context, string) ([]hubsync.TeamStatus, error) { return nil, nm }, Team: "acme"})
 	if !errors.Is(err, nm) || cmdutil.Hint(err) != "station team status lists this station's teams" {
 		t.Errorf("status of a team the station is not in: %v, hint %q", err, cmdutil.Hint(err))
+	}
+}
+
+// TestApproveReject: approve hands the service the change asked for,
+// prints what it asked and the sync, and reloads what was installed; a
+// lockfile that moved on prints the sync and is an error; reject prints
+// the change as recorded.
+func TestApproveReject(t *testing.T) {
+	ctx := context.Background()
+	plan := &hubsync.Plan{Version: hub.Version{Module: "alice/hello", Version: "1.1.0"}, Escalations: []string{"may now connect to api.stripe.com"}}
+	other := hubsync.Plan{Version: hub.Version{Module: "alice/other", Version: "2.0.0"}, Escalations: []string{"may run any program"}}
+	svc := &fake{rep: &hubsync.Report{Team: "acme", Revision: 2, Installed: []hubsync.Result{{Plan: plan, ID: "alice/hello", Version: "1.1.0", Changed: true}},
+		Pending: []hubsync.Plan{other}}}
+	var reloaded []string
+	io, out, _ := streams("")
+	opts := &ApproveOptions{IO: io, Session: svc.session(), Home: home, Team: "acme", Module: "alice/hello",
+		Reload: func(_ context.Context, id string) { reloaded = append(reloaded, id) }}
+	if err := approveRun(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	want := `approved alice/hello@1.1.0 of team acme: it may now connect to api.stripe.com
+team acme: lockfile revision 2
+  installed alice/hello@1.1.0
+  PENDING alice/other@2.0.0 needs your approval; it:
+    + may run any program
+`
+	if out.String() != want || strings.Join(svc.calls, ";") != "approve acme alice/hello@" || strings.Join(reloaded, ",") != "alice/hello" {
+		t.Errorf("approve printed\n%s\nwant\n%s(calls %v, reloaded %v)", out.String(), want, svc.calls, reloaded)
+	}
+	io, out, _ = streams("")
+	opts.IO, opts.JSON, opts.Version = io, true, "1.1.0"
+	if err := approveRun(ctx, opts); err != nil {
+		t.Fatal(err)
+	}
+	var res map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["approved"] != true || res["version"] != "1.1.0" || res["asks"].([]any)[0] != "may now connect to api.stripe.com" ||
+		res["sync"].(map[string]any)["revision"] != float64(2) || svc.calls[1] != "approve acme alice/hello@1.1.0" {
+		t.Errorf("approve --json: %s (%v)", out.String(), err)
+	}
+
+	// The lockfile moved on: the sync is printed, nothing is approved.
+	moved := &hubsync.MovedOnError{Team: "acme", Module: "alice/hello", Version: "1.1.0", Revision: 3, Pinned: "1.2.0", State: "waits for approval"}
+	svc = &fake{rep: &hubsync.Report{Team: "acme", Revision: 3, Pending: []hubsync.Plan{{Version: hub.Version{Module: "alice/hello", Version: "1.2.0"}}}}, err: moved}
+	io, out, _ = streams("")
+	opts.IO, opts.Session, opts.JSON = io, svc.session(), false
+	if err := approveRun(ctx, opts); !errors.Is(err, moved) || cmdutil.ExitCode(err) != cmdutil.ExitError || !strings.HasPrefix(out.String(), "team acme: lockfile revision 3\n  PENDING alice/hello@1.2.0") {
+		t.Errorf("approve after the lockfile moved on: %v\n%s", err, out.String())
+	}
+	// Nothing pending: the error alone.
+	np := &hubsync.NoPendingError{Team: "acme", Module: "alice/hello"}
+	io, out, _ = streams("")
+	opts.IO, opts.Session = io, (&fake{err: np}).session()
+	if err := approveRun(ctx, opts); !errors.Is(err, np) || out.Len() != 0 {
+		t.Errorf("approve of nothing pending: %v, printed %q", err, out.String())
+	}
+
+	at := time.Date(2026, 11, 29, 9, 4, 5, 0, time.UTC)
+	var asked string
+	reject := func(_ context.Context, team, module, version string) (hubsync.PendingChange, error) {
+		asked = team + " " + module + "@" + version
+		return hubsync.PendingChange{Team: "acme", Module: "alice/hello", Version: "1.1.0", Revision: 2, FromVersion: "1.0.0", Escalations: []string{"may now connect to api.stripe.com"}, RecordedAt: at, RejectedAt: at}, nil
+	}
+	io, out, _ = streams("")
+	if err := rejectRun(ctx, &RejectOptions{IO: io, Reject: reject, Team: "acme", Module: "alice/hello"}); err != nil || asked != "acme alice/hello@" {
+		t.Fatalf("reject: %v (asked %q)", err, asked)
+	}
+	want = `rejected alice/hello@1.1.0 of team acme; 1.0.0 keeps running
+  syncs leave it rejected while the lockfile pins 1.1.0; another version waits for approval again
+  to take it after all: station team approve acme alice/hello
+`
+	if out.String() != want {
+		t.Errorf("reject printed\n%s\nwant\n%s", out.String(), want)
+	}
+	io, out, _ = streams("")
+	if err := rejectRun(ctx, &RejectOptions{IO: io, Reject: reject, Team: "acme", Module: "alice/hello", JSON: true}); err != nil {
+		t.Fatal(err)
+	}
+	res = nil
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || res["team"] != "acme" || res["version"] != "1.1.0" || res["from_version"] != "1.0.0" || res["rejected_at"] != at.Format(time.RFC3339) {
+		t.Errorf("reject --json: %s (%v)", out.String(), err)
+	}
+	if err := rejectRun(ctx, &RejectOptions{IO: io, Reject: func(context.Context, string, string, string) (hubsync.PendingChange, error) {
+		return hubsync.PendingChange{}, np
+	}}); !errors.Is(err, np) {
+		t.Errorf("reject of nothing pending: %v", err)
 	}
 }
 
@@ -487,7 +583,7 @@ func TestPrintersEscape(t *testing.T) {
 	h := clitest.Hostile
 	now := time.Now()
 	sync := TeamSync{Team: h, Revision: 1, Installed: []ModuleVersion{{ID: h, Version: h}}, Unchanged: []string{h},
-		Pending: []Pending{{Module: h, Version: h, Asks: []string{h}}}, Failed: []Failure{{Module: h, Version: h, Error: h}}, Workflows: []string{h}, WorkflowDir: h}
+		Pending: []Pending{{Module: h, Version: h, Asks: []string{h}}}, Rejected: []Pending{{Module: h, Version: h, FromVersion: h, Asks: []string{h}}}, Failed: []Failure{{Module: h, Version: h, Error: h}}, Workflows: []string{h}, WorkflowDir: h}
 	inv := hub.PendingInvite{ID: h, Team: h, Role: h, Account: h, CreatedBy: h, CreatedAt: now, ExpiresAt: now}
 	for what, r := range map[string]cmdutil.Texter{
 		"create":      CreateResult{Team: h, Role: h, Modules: []string{h}, pushed: true},
@@ -499,8 +595,10 @@ func TestPrintersEscape(t *testing.T) {
 		"sync":        SyncResult{Teams: []TeamSync{sync}},
 		"push":        PushResult{Team: h, Modules: []string{h}, Workflows: []string{h}, AppliedHere: &sync},
 		"leave":       LeaveResult{Team: h},
+		"approve":     ApproveResult{Team: h, Module: h, Version: h, Approved: true, Asks: []string{h}, Sync: &sync},
+		"reject":      RejectResult{Team: h, Pending: Pending{Module: h, Version: h, FromVersion: h, Asks: []string{h}, RejectedAt: now}},
 		"status": newStatusResult([]hubsync.TeamStatus{{Name: h, HubURL: h, Role: h, Revision: 1, SyncedAt: now, LastError: h, WorkflowDir: h,
-			Pending: []hubsync.PendingChange{{Team: h, Module: h, Version: h, FromVersion: h, Escalations: []string{h}}, {Module: h, Version: h}},
+			Pending: []hubsync.PendingChange{{Team: h, Module: h, Version: h, FromVersion: h, Escalations: []string{h}}, {Module: h, Version: h}, {Module: h, Version: h, FromVersion: h, RejectedAt: now}},
 			Affected: []hubsync.Finding{{Module: h, Version: h, Yanked: true, YankReason: h,
 				Advisories: []hubsync.AdvisoryFinding{{ID: h, Severity: h, Summary: h, FixedIn: h, Status: hubsync.StatusBlocked}, {ID: h, Summary: h, Status: hubsync.StatusAllowed}}}}}}),
 	} {

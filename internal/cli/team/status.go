@@ -39,12 +39,17 @@ func NewCmdStatus(f *cmdutil.Factory, runF func(*StatusOptions) error) *cobra.Co
 lockfile revision last applied (after a sync, a push from here, or the daemon
 applying what the hub relayed), why the last sync did not apply everything,
 and the changes waiting for approval with what each asks beyond the approved
-version, which keeps running meanwhile.
+version, which keeps running meanwhile. Take one with station team approve
+TEAM ID, refuse it with station team reject TEAM ID, or take them all with
+station team sync TEAM --yes. A change you rejected is shown as REJECTED: it
+stays so while the lockfile pins that version (a later version waits for
+approval again), and station team approve still takes it.
 
 With --json: [{"team", "hub", "role", "revision", "synced_at", "last_error",
 "workflow_dir", "pending": [{"module", "version", "from_version", "asks",
-"revision", "recorded_at"}]}] — the names team sync --json uses; revision is
--1 before the first sync.`,
+"revision", "recorded_at", "rejected_at"}]}] — the names team sync --json
+uses; revision is -1 before the first sync; rejected_at is there only for a
+rejected change.`,
 		Example: "  station team status\n  station team status acme --json",
 		Args:    cmdutil.MaxArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -93,7 +98,7 @@ func newStatusResult(teams []hubsync.TeamStatus) StatusResult {
 		}
 		for _, p := range ts.Pending {
 			s.Pending = append(s.Pending, Pending{Module: p.Module, Version: p.Version, FromVersion: p.FromVersion,
-				Asks: append([]string{}, p.Escalations...), Revision: p.Revision, RecordedAt: p.RecordedAt})
+				Asks: append([]string{}, p.Escalations...), Revision: p.Revision, RecordedAt: p.RecordedAt, RejectedAt: p.RejectedAt})
 		}
 		out = append(out, s)
 	}
@@ -118,18 +123,24 @@ func (r StatusResult) Text(w io.Writer) error {
 			fmt.Fprintf(w, "  not applied: %s\n", t(ts.LastError))
 		}
 		fmt.Fprintf(w, "  workflows in %s\n", t(ts.WorkflowDir))
+		waiting := 0
 		for _, p := range ts.Pending {
-			from := "not installed"
-			if p.FromVersion != "" {
-				from = t(p.FromVersion) + " keeps running"
+			if !p.RejectedAt.IsZero() {
+				fmt.Fprintf(w, "  REJECTED %s@%s (revision %d; %s): station team approve %s %s to take it after all; compared with what you approved, it:\n",
+					t(p.Module), t(p.Version), p.Revision, keeps(p.FromVersion), t(ts.Team), t(p.Module))
+			} else {
+				waiting++
+				fmt.Fprintf(w, "  PENDING %s@%s (revision %d; %s); compared with what you approved, it:\n", t(p.Module), t(p.Version), p.Revision, keeps(p.FromVersion))
 			}
-			fmt.Fprintf(w, "  PENDING %s@%s (revision %d; %s); compared with what you approved, it:\n", t(p.Module), t(p.Version), p.Revision, from)
 			for _, e := range p.Asks {
 				fmt.Fprintf(w, "    + %s\n", t(e))
 			}
+			if p.RejectedAt.IsZero() {
+				fmt.Fprintf(w, "    approve: station team approve %s %s, or reject: station team reject %s %s\n", t(ts.Team), t(p.Module), t(ts.Team), t(p.Module))
+			}
 		}
-		if len(ts.Pending) > 0 {
-			fmt.Fprintf(w, "  approve with: station team sync %s (or --yes)\n", t(ts.Team))
+		if waiting > 0 {
+			fmt.Fprintf(w, "  approve all with: station team sync %s (or --yes)\n", t(ts.Team))
 		}
 		for _, a := range ts.Affected {
 			for _, adv := range a.Advisories {

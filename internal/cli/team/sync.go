@@ -46,11 +46,15 @@ the team's workflows are written to STATION_HOME/teams/TEAM/workflows/.
 Changes within what this station approved apply at once. Changes that ask for
 more are shown with the difference and approved on a terminal or with --yes;
 otherwise they stay pending (exit code 5) and the approved version keeps
-running. Modules installed here but absent from the lockfile are left alone.
+running. To take or refuse one change at a time: station team approve TEAM ID,
+station team reject TEAM ID. A change you rejected is not asked about again
+(not even with --yes) while the lockfile pins that version; it is listed as
+REJECTED. Modules installed here but absent from the lockfile are left alone.
 
 With --json: {"teams": [{"team", "revision", "installed", "unchanged",
-"pending", "failed", "workflows", "workflow_dir"}]}; the exit code still says
-whether everything was applied.`,
+"pending", "rejected", "failed", "workflows", "workflow_dir"}]}; the exit code
+still says whether everything was applied (a rejected change is your
+decision, not a failure).`,
 		Example: "  station team sync\n  station team sync acme --yes",
 		Args:    cmdutil.MaxArgs(1, "TEAM"),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -126,8 +130,11 @@ type TeamSync struct {
 	Installed []ModuleVersion `json:"installed"`
 	Unchanged []string        `json:"unchanged"`
 	Pending   []Pending       `json:"pending"`
-	Failed    []Failure       `json:"failed"`
-	Workflows []string        `json:"workflows"`
+	// Rejected are the changes rejected here (station team reject) that
+	// the lockfile still pins: nobody was asked about them.
+	Rejected  []Pending `json:"rejected"`
+	Failed    []Failure `json:"failed"`
+	Workflows []string  `json:"workflows"`
 	// WorkflowDir is where the team's workflows are.
 	WorkflowDir string `json:"workflow_dir"`
 	// SecretsNeeded are the secrets the team's modules need that this
@@ -162,6 +169,9 @@ type Pending struct {
 	// when this station recorded it (team status).
 	Revision   int64     `json:"revision,omitempty"`
 	RecordedAt time.Time `json:"recorded_at,omitzero"`
+	// RejectedAt is when the operator rejected it here (station team
+	// reject); absent while it waits for approval (team status).
+	RejectedAt time.Time `json:"rejected_at,omitzero"`
 }
 
 // Failure is a module of the lockfile that could not be applied.
@@ -173,19 +183,14 @@ type Failure struct {
 }
 
 func newTeamSync(rep *hubsync.Report, home string) TeamSync {
-	t := TeamSync{Team: rep.Team, Revision: rep.Revision, Installed: []ModuleVersion{}, Unchanged: []string{}, Pending: []Pending{}, Failed: []Failure{},
+	t := TeamSync{Team: rep.Team, Revision: rep.Revision, Installed: []ModuleVersion{}, Unchanged: []string{}, Pending: []Pending{}, Rejected: []Pending{}, Failed: []Failure{},
 		Workflows: []string{}, WorkflowDir: hubsync.WorkflowDir(home, rep.Team)}
 	for _, r := range rep.Installed {
 		t.Installed = append(t.Installed, ModuleVersion{ID: r.ID, Version: r.Version})
 	}
 	t.Unchanged = append(t.Unchanged, rep.Unchanged...)
-	for _, p := range rep.Pending {
-		pd := Pending{Module: p.Version.Module, Version: p.Version.Version, Asks: append([]string{}, p.Differences()...)}
-		if p.Plan.Replaces != nil {
-			pd.FromVersion = p.Plan.Replaces.Version
-		}
-		t.Pending = append(t.Pending, pd)
-	}
+	t.Pending = append(t.Pending, pendings(rep.Pending)...)
+	t.Rejected = append(t.Rejected, pendings(rep.Rejected)...)
 	for _, f := range rep.Failed {
 		t.Failed = append(t.Failed, Failure{Module: f.ID, Version: f.Version, Error: f.Error(), err: f})
 	}
@@ -196,6 +201,19 @@ func newTeamSync(rep *hubsync.Report, home string) TeamSync {
 			Command: "station secret set " + n.Name + " --module " + n.Module})
 	}
 	return t
+}
+
+// pendings are plans that wait (or were rejected) as the JSON says them.
+func pendings(plans []hubsync.Plan) []Pending {
+	var out []Pending
+	for _, p := range plans {
+		pd := Pending{Module: p.Version.Module, Version: p.Version.Version, Asks: append([]string{}, p.Differences()...)}
+		if p.Plan.Replaces != nil {
+			pd.FromVersion = p.Plan.Replaces.Version
+		}
+		out = append(out, pd)
+	}
+	return out
 }
 
 // text prints the sync, each line after indent.
@@ -221,6 +239,10 @@ func (t TeamSync) changes(w io.Writer, indent string, unchanged bool) {
 			fmt.Fprintf(w, "%s  + %s\n", indent, cmdutil.TermText(d))
 		}
 	}
+	for _, p := range t.Rejected {
+		fmt.Fprintf(w, "%sREJECTED %s@%s stays rejected (you rejected it here; %s): station team approve %s %s takes it after all\n", indent,
+			cmdutil.TermText(p.Module), cmdutil.TermText(p.Version), keeps(p.FromVersion), cmdutil.TermText(t.Team), cmdutil.TermText(p.Module))
+	}
 	for _, f := range t.Failed {
 		fmt.Fprintf(w, "%sFAILED %s\n", indent, cmdutil.TermText(f.Error))
 	}
@@ -231,6 +253,15 @@ func (t TeamSync) changes(w io.Writer, indent string, unchanged bool) {
 	if unchanged && len(t.Workflows) > 0 {
 		fmt.Fprintf(w, "%sworkflows: %s (in %s)\n", indent, strings.Join(cmdutil.TermList(t.Workflows), ", "), cmdutil.TermText(t.WorkflowDir))
 	}
+}
+
+// keeps says what runs instead of a change: the version installed, or
+// nothing.
+func keeps(from string) string {
+	if from == "" {
+		return "not installed"
+	}
+	return cmdutil.TermText(from) + " keeps running"
 }
 
 // outcome is the error of syncs: each module that failed, and the changes
@@ -249,7 +280,7 @@ func outcome(syncs ...TeamSync) error {
 		pending += len(t.Pending)
 	}
 	if pending > 0 {
-		errs = append(errs, fmt.Errorf("%d team change(s) wait for your approval; the approved versions keep running (review them, then: station team sync --yes): %w", pending, station.ErrNotApproved))
+		errs = append(errs, fmt.Errorf("%d team change(s) wait for your approval; the approved versions keep running (review them, then: station team sync --yes, or one at a time: station team approve TEAM ID, station team reject TEAM ID): %w", pending, station.ErrNotApproved))
 	}
 	return errors.Join(errs...)
 }

@@ -1,6 +1,6 @@
 // Package team is `station team`: share a pinned set of modules and
 // workflows with a team through the hub — create, invite, invites, invite
-// revoke, join, sync, status, push, leave. Each command is a file: its
+// revoke, join, sync, status, approve, reject, push, leave. Each command is a file: its
 // options, its constructor (with a run hook for tests of its flags) and
 // its run function, which calls one hubsync method and prints a typed
 // result as text or, with --json, as JSON.
@@ -31,8 +31,10 @@ Anything that asks for more than this station approved — a new module that
 may do anything, a new host, a program, a wider write glob — still needs
 approval here: the daemon records it as pending and keeps the approved version
 running, 'station team status' shows the difference, and 'station team sync'
-asks (or approves with --yes). Modules installed here but not in the lockfile
-are left alone.`,
+asks (or approves with --yes); 'station team approve' takes one change and
+'station team reject' refuses one (the approved version keeps running, and
+the change is not asked about again while the lockfile pins it). Modules
+installed here but not in the lockfile are left alone.`,
 		Example: `  station team create acme
   station team invite acme --account erin
   station team join - < invite.txt
@@ -41,7 +43,7 @@ are left alone.`,
 	invite := NewCmdInvite(f, nil)
 	invite.AddCommand(NewCmdRevoke(f, nil))
 	c.AddCommand(NewCmdCreate(f, nil), invite, NewCmdInvites(f, nil), NewCmdJoin(f, nil), NewCmdSync(f, nil),
-		NewCmdStatus(f, nil), NewCmdPush(f, nil), NewCmdLeave(f, nil))
+		NewCmdStatus(f, nil), NewCmdApprove(f, nil), NewCmdReject(f, nil), NewCmdPush(f, nil), NewCmdLeave(f, nil))
 	return cmdutil.Group(c)
 }
 
@@ -55,6 +57,7 @@ type Service interface {
 	RevokeInvites(ctx context.Context, team string) ([]hub.PendingInvite, error)
 	Join(ctx context.Context, code string, approve hubsync.Approver) (hub.Team, *hubsync.Report, error)
 	SyncTeams(ctx context.Context, team string, approve hubsync.Approver) ([]*hubsync.Report, error)
+	ApprovePending(ctx context.Context, team, module, version string) (*hubsync.Report, error)
 	Push(ctx context.Context, team string, ids []string, workflows []hub.Workflow) (hub.TeamLockfile, *hubsync.Report, error)
 	Leave(ctx context.Context, team string) error
 }

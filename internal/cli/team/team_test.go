@@ -59,6 +59,17 @@ func TestFlags(t *testing.T) {
 			err := clitest.Parse(NewCmdStatus(f, func(x *StatusOptions) error { o = x; return nil }), a...)
 			return clean(o), err
 		}, []string{"--json"}, StatusOptions{JSON: true}, 0},
+		{"approve", func(a ...string) (any, error) {
+			var o *ApproveOptions
+			err := clitest.Parse(NewCmdApprove(f, func(x *ApproveOptions) error { o = x; return nil }), a...)
+			return clean(o), err
+		}, []string{"acme", "alice/hello@1.1.0", "--json", "--allow-advisory", "STATION-2026-0001"},
+			ApproveOptions{Overrides: cmdutil.Overrides{Advisories: []string{"STATION-2026-0001"}}, Team: "acme", Module: "alice/hello", Version: "1.1.0", JSON: true}, 0},
+		{"reject", func(a ...string) (any, error) {
+			var o *RejectOptions
+			err := clitest.Parse(NewCmdReject(f, func(x *RejectOptions) error { o = x; return nil }), a...)
+			return clean(o), err
+		}, []string{"acme", "alice/hello"}, RejectOptions{Team: "acme", Module: "alice/hello"}, 0},
 		{"push", func(a ...string) (any, error) {
 			var o *PushOptions
 			err := clitest.Parse(NewCmdPush(f, func(x *PushOptions) error { o = x; return nil }), a...)
@@ -89,6 +100,9 @@ func TestFlags(t *testing.T) {
 		{[]string{"sync", "a", "b"}, "at most 1 argument(s): TEAM"},
 		{[]string{"status", "a", "b"}, "at most 1 argument(s): TEAM"},
 		{[]string{"join"}, "CODE"},
+		{[]string{"approve", "acme"}, "needs 2 argument(s): TEAM MODULE[@VERSION] (got 1)"},
+		{[]string{"reject", "acme", "hello"}, `"hello" is not a module id`},
+		{[]string{"approve", "acme", "alice/hello@"}, "names no version after @"},
 		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
 	} {
 		c := NewCmdTeam(clitest.Factory())
