@@ -30,6 +30,7 @@ import (
 	"github.com/station-dev/station/internal/cli/secret"
 	"github.com/station-dev/station/internal/cli/serve"
 	"github.com/station-dev/station/internal/cli/team"
+	"github.com/station-dev/station/internal/cli/uicmd"
 	"github.com/station-dev/station/internal/cli/version"
 	"github.com/station-dev/station/internal/cli/workflow"
 )
@@ -133,8 +134,10 @@ The station keeps its state in STATION_HOME (default ~/.station).`,
 	}
 	sv := serve.NewCmdServe(f, nil)
 	cmdutil.HomeFlag(sv, f)
+	uc := uicmd.NewCmdUI(f, nil)
+	cmdutil.HomeFlag(uc, f)
 	// module and hub give the station's flags to the subcommands that use
 	// a station home; demo has a --home of its own.
-	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil), mcpcmd.NewCmdMCP(f, nil), secret.NewCmdSecret(f))
+	root.AddCommand(sv, module.NewCmdModule(f), version.NewCmdVersion(f, nil), hub.NewCmdHub(f), demo.NewCmdDemo(f, nil), mcpcmd.NewCmdMCP(f, nil), secret.NewCmdSecret(f), uc)
 	return cmdutil.Group(root)
 }

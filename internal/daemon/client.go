@@ -243,6 +243,15 @@ func (c *Client) Run(ctx context.Context, module, command string, input []byte, 
 	return out.Output, nil
 }
 
+// UISignIn asks the daemon for a one-time sign-in link to its dashboard.
+func (c *Client) UISignIn(ctx context.Context) (*UISignIn, error) {
+	var out UISignIn
+	if err := c.do(ctx, http.MethodPost, "/v1/ui/signin", nil, &out); err != nil {
+		return nil, err
+	}
+	return &out, nil
+}
+
 // Modules lists the installed modules.
 func (c *Client) Modules(ctx context.Context) ([]Module, error) {
 	var ms []Module

@@ -53,7 +53,9 @@ import (
 // History:
 //   - 1: health, modules, run, audit, reload, workflows; identity (added
 //     within v1: a client older than it never asks it, a daemon older than
-//     it answers it 401 and a newer client then runs in its own process).
+//     it answers it 401 and a newer client then runs in its own process);
+//     ui/signin (added within v1, for station ui: a daemon older than it
+//     answers 404, and station ui says to restart it).
 const APIVersion = 1
 
 // StateFile is the name, in STATION_HOME, of the file that tells clients
@@ -105,7 +107,22 @@ type Options struct {
 	// CloseSessions method, Serve calls it when it stops, before it waits
 	// for the requests in flight.
 	MCP http.Handler
+	// UI, if set, is the dashboard (internal/ui), served at UIPrefix with
+	// its own sign-in (a session cookie, not the token): the daemon checks
+	// only the Host header of its requests before handing them over, and
+	// POST /v1/ui/signin (behind the token) makes its one-time codes.
+	UI UI
 }
+
+// UI is the dashboard as the daemon serves it.
+type UI interface {
+	http.Handler
+	// NewSignInCode makes a one-time code for the link SignInPath?code=.
+	NewSignInCode() (code string, expires time.Time)
+}
+
+// UIPrefix is where the dashboard is served.
+const UIPrefix = "/ui/"
 
 // Server is the daemon's HTTP API over one station.
 type Server struct {
@@ -116,7 +133,8 @@ type Server struct {
 	bg      []func(context.Context)
 	ready   func()
 	mcp     http.Handler
-	mcpStop context.Context // ended when Serve begins to stop: ends MCP requests
+	ui      UI
+	mcpStop context.Context // ended when Serve begins to stop: ends MCP requests and the dashboard's event streams
 	stopMCP context.CancelFunc
 	token   string
 	inst    string // State.Instance
@@ -139,7 +157,7 @@ func New(o Options) (*Server, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, fmt.Errorf("daemon: token: %w", err)
 	}
-	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready, mcp: o.MCP,
+	s := &Server{st: o.Station, log: o.Logger, version: o.Version, wf: o.Workflows, bg: o.Background, ready: o.Ready, mcp: o.MCP, ui: o.UI,
 		token: base64.RawURLEncoding.EncodeToString(b[:32]), inst: base64.RawURLEncoding.EncodeToString(b[32:]), started: time.Now().UTC()}
 	s.mcpStop, s.stopMCP = context.WithCancel(context.Background())
 	s.routes()
@@ -300,6 +318,7 @@ func (s *Server) endpoints() []endpoint {
 		{"POST /v1/workflows/runs", s.workflowStart},
 		{"GET /v1/workflows/runs", s.workflowRuns},
 		{"GET /v1/workflows/runs/{id}", s.workflowRun},
+		{"POST /v1/ui/signin", s.uiSignIn},
 	}
 }
 
@@ -328,6 +347,10 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
+	if s.ui != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, UIPrefix)) {
+		s.serveUI(w, r)
+		return
+	}
 	if e := s.admit(r); e != nil {
 		s.log.Warn("daemon: request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "why", e.Message)
 		status := http.StatusForbidden
@@ -340,6 +363,45 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
 	s.mux.ServeHTTP(w, r)
+}
+
+// serveUI hands a dashboard request over once its Host header names this
+// daemon (DNS rebinding): the dashboard checks its session, its CSRF token
+// and where a browser says the request comes from itself. Its requests end
+// when the daemon stops, as MCP's do (an event stream would hold the stop).
+func (s *Server) serveUI(w http.ResponseWriter, r *http.Request) {
+	if !s.ownHost(r.Host) {
+		s.log.Warn("daemon: dashboard request refused", "path", r.URL.Path, "host", r.Host, "remote", r.RemoteAddr)
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.WriteHeader(http.StatusForbidden)
+		fmt.Fprintf(w, "Host %q is not this daemon's address (DNS rebinding?): open the dashboard with station ui\n", r.Host)
+		return
+	}
+	if r.URL.Path == "/ui" {
+		http.Redirect(w, r, UIPrefix, http.StatusMovedPermanently)
+		return
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBytes)
+	ctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
+	defer context.AfterFunc(s.mcpStop, cancel)()
+	s.ui.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// UISignIn is the answer of POST /v1/ui/signin: a one-time sign-in link to
+// the dashboard.
+type UISignIn struct {
+	URL     string    `json:"url"`
+	Expires time.Time `json:"expires"`
+}
+
+func (s *Server) uiSignIn(w http.ResponseWriter, r *http.Request) {
+	if s.ui == nil {
+		writeError(w, http.StatusNotFound, &APIError{Code: CodeNotFound, Message: "this daemon serves no dashboard"})
+		return
+	}
+	code, exp := s.ui.NewSignInCode()
+	writeJSON(w, http.StatusOK, UISignIn{URL: "http://" + s.addr + UIPrefix + "signin?code=" + code, Expires: exp.UTC()})
 }
 
 // admit refuses requests from web pages and other hosts' names, then

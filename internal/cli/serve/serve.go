@@ -21,6 +21,7 @@ import (
 	"github.com/station-dev/station/internal/hubsync"
 	"github.com/station-dev/station/internal/mcpserver"
 	"github.com/station-dev/station/internal/station"
+	"github.com/station-dev/station/internal/ui"
 	"github.com/station-dev/station/internal/workflow"
 )
 
@@ -133,6 +134,7 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 		fmt.Fprintf(out, "\nstation daemon listening on http://%s (STATION_HOME=%s)\n", ln.Addr(), cmdutil.TermText(s.Home))
 		fmt.Fprintf(out, "token in %s; API reference: docs/api.md\n", cmdutil.TermText(filepath.Join(s.Home, daemon.StateFile)))
 		fmt.Fprintf(out, "MCP (streamable HTTP, the same token as a bearer token): http://%s%s\n", ln.Addr(), daemon.MCPPath)
+		fmt.Fprintf(out, "dashboard: http://%s%s (station ui signs you in)\n", ln.Addr(), daemon.UIPrefix)
 		if dm != nil {
 			democmd.PrintTry(out, dm)
 		}
@@ -142,8 +144,13 @@ func serveRun(ctx context.Context, opts *ServeOptions) error {
 	if err != nil {
 		return err
 	}
+	dash, err := ui.New(ui.Options{Station: s, Workflows: wfs, Teams: teamDecider{st: s, log: opts.FileLogger(s.Home)}, Version: cmdutil.Version(), Logger: log})
+	if err != nil {
+		return err
+	}
+	defer dash.Close()
 	srv, err := daemon.New(daemon.Options{Station: s, Logger: log, Version: cmdutil.Version(), Workflows: wfs.Daemon(),
-		Background: []func(context.Context){follow, tools.Watch}, Ready: ready, MCP: tools.Handler()})
+		Background: []func(context.Context){follow, tools.Watch}, Ready: ready, MCP: tools.Handler(), UI: dash})
 	if err != nil {
 		return err
 	}
