@@ -235,9 +235,13 @@ func (s *Server) auditStream(w http.ResponseWriter, r *http.Request) {
 				return
 			}
 			// One data line per line of HTML: the event's data is them
-			// joined by newlines again.
+			// joined by newlines again. A carriage return also ends a
+			// line of an event stream, and html/template leaves the ones
+			// in a module's text alone: as a character reference it is
+			// the same text and cannot start a field of its own.
+			html := strings.ReplaceAll(strings.TrimSpace(buf.String()), "\r", "&#13;")
 			fmt.Fprintf(w, "id: %d\nevent: decision\n", row.ID)
-			for _, l := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			for _, l := range strings.Split(html, "\n") {
 				fmt.Fprintf(w, "data: %s\n", l)
 			}
 			fmt.Fprint(w, "\n")

@@ -175,3 +175,65 @@ func TestAuditLiveTail(t *testing.T) {
 		t.Errorf("the daemon took %s to stop with a stream open", d)
 	}
 }
+
+// TestAuditStreamFraming: a module's text with line breaks of every kind
+// an event stream knows (CR, LF, CRLF) stays inside its one event: it
+// cannot start a field (an id, an event, data of its own).
+func TestAuditStreamFraming(t *testing.T) {
+	u := newUI(t, nil)
+	ctx := context.Background()
+	evil := deny("b/two", "a\rid: 999999\revent: forged\rdata: <b>cr</b>\nid: 999998\r\nevent: forged\r\ndata: lf\n\nretry: 1")
+	evil.Reason = "\r\rdata: x"
+	if err := u.st.Store.AppendAudit(ctx, []sandbox.Decision{evil, deny("b/two", "after.example:443")}); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := u.signedIn(t)
+	resp, err := c.Get(u.base + "/ui/audit/stream?after=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// Read as a browser does: CR, LF and CRLF each end a line.
+	sc := bufio.NewScanner(resp.Body)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		for i, b := range data {
+			if b == '\n' {
+				return i + 1, data[:i], nil
+			}
+			if b == '\r' {
+				if i+1 < len(data) {
+					if data[i+1] == '\n' {
+						return i + 2, data[:i], nil
+					}
+					return i + 1, data[:i], nil
+				}
+				if atEOF {
+					return i + 1, data[:i], nil
+				}
+				return 0, nil, nil
+			}
+		}
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
+		}
+		return 0, nil, nil
+	})
+	var ids, kinds []string
+	for sc.Scan() {
+		l := sc.Text()
+		switch {
+		case strings.HasPrefix(l, "id:"):
+			ids = append(ids, strings.TrimSpace(l[3:]))
+		case strings.HasPrefix(l, "event:"):
+			kinds = append(kinds, strings.TrimSpace(l[6:]))
+		case strings.HasPrefix(l, "retry:") && strings.TrimSpace(l[6:]) != "2000":
+			t.Errorf("a module's text set the retry: %q", l)
+		}
+		if len(kinds) == 2 {
+			break
+		}
+	}
+	if strings.Join(ids, ",") != "1,2" || strings.Join(kinds, ",") != "decision,decision" {
+		t.Errorf("events: ids %v, kinds %v; want ids 1,2 and two decisions", ids, kinds)
+	}
+}

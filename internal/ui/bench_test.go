@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/station-dev/station/internal/sandbox"
+	"github.com/station-dev/station/internal/store"
 	"github.com/station-dev/station/internal/ui"
 )
 
@@ -51,6 +52,15 @@ func BenchmarkAuditPage(b *testing.B) {
 		cookie = ui.CookieName + "=" + ck.Value
 	}
 	host := strings.TrimPrefix(u.base, "http://")
+	// The baseline: the store's query for the same first page, alone.
+	b.Run("query-only", func(b *testing.B) {
+		for b.Loop() {
+			recs, err := u.st.Store.Audit(context.Background(), store.AuditFilter{Limit: ui.AuditPageSize + 1})
+			if err != nil || len(recs) != ui.AuditPageSize+1 {
+				b.Fatal(len(recs), err)
+			}
+		}
+	})
 	for _, bc := range []struct{ name, query string }{
 		{"all", ""},
 		{"denied", "?result=denied"},
