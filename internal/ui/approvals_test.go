@@ -30,7 +30,7 @@ func (f *fakeTeams) Approve(_ context.Context, team, module, version string) (st
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.calls = append(f.calls, "approve "+team+" "+module+" "+version)
-	return "approved " + module + "@" + version, f.err
+	return "approved " + module + "@" + version + " " + hostile, f.err
 }
 
 func (f *fakeTeams) Reject(_ context.Context, team, module, version string) error {
@@ -81,16 +81,25 @@ func TestApprovals(t *testing.T) {
 	for _, d := range []string{"approve", "reject"} {
 		form.Set("decision", d)
 		resp, _ := u.post(t, c, "/ui/approvals/decide", form, same)
-		if resp.StatusCode != http.StatusSeeOther || !strings.HasPrefix(resp.Header.Get("Location"), "/ui/approvals?flash=") {
+		if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/ui/approvals" {
 			t.Errorf("%s: %s to %s", d, resp.Status, resp.Header.Get("Location"))
+		}
+		// The next page says what happened, once.
+		_, body := u.get(t, c, "/ui/approvals")
+		want := map[string]string{"approve": `<p class="flash" role="status">approved test/probe@2.0.0 &lt;script&gt;`, "reject": `<p class="flash" role="status">rejected: test/probe@2.0.0 for team acme`}[d]
+		if !strings.Contains(body, want) {
+			t.Errorf("after %s, the page does not say %q:\n%s", d, want, body)
+		}
+		if _, body := u.get(t, c, "/ui/approvals"); strings.Contains(body, `class="flash"`) {
+			t.Errorf("the notice after %s shows twice", d)
 		}
 	}
 	if got := strings.Join(teams.calls, "; "); got != "approve acme test/probe 2.0.0; reject acme test/probe 2.0.0" {
 		t.Errorf("decisions handed over: %s", got)
 	}
-	_, body = u.get(t, c, "/ui/approvals?flash="+url.QueryEscape("approved "+hostile))
-	if !strings.Contains(body, `<p class="flash" role="status">approved &lt;script&gt;`) {
-		t.Errorf("flash:\n%s", body)
+	// No address makes a page say something.
+	if _, body := u.get(t, c, "/ui/approvals?flash=your+station+is+compromised"); strings.Contains(body, "compromised") {
+		t.Errorf("a notice from the address:\n%s", body)
 	}
 
 	// Forms that name no change.

@@ -43,7 +43,24 @@ type auth struct {
 type session struct {
 	csrf     string
 	created  time.Time
-	lastSeen time.Time
+	lastSeen time.Time // under auth.mu
+
+	mu    sync.Mutex
+	flash string // what the next page says once (redirectFlash)
+}
+
+func (s *session) setFlash(msg string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flash = msg
+}
+
+func (s *session) takeFlash() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := s.flash
+	s.flash = ""
+	return m
 }
 
 func random() string {

@@ -30,7 +30,6 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/http"
-	"net/url"
 	"strings"
 	"sync"
 	"time"
@@ -222,9 +221,9 @@ func (s *Server) render(w http.ResponseWriter, r *http.Request, status int, name
 		s.fail(w, r, http.StatusInternalServerError, "The page "+name+" is missing from this build.")
 		return
 	}
-	p := page{Title: title, Nav: name, Version: s.version, Data: data, Flash: r.URL.Query().Get("flash")}
+	p := page{Title: title, Nav: name, Version: s.version, Data: data}
 	if ses := sessionFrom(r.Context()); ses != nil {
-		p.CSRF = ses.csrf
+		p.CSRF, p.Flash = ses.csrf, ses.takeFlash()
 	}
 	var buf bytes.Buffer
 	if err := t.ExecuteTemplate(&buf, "layout", p); err != nil {
@@ -268,15 +267,13 @@ func (s *Server) failErr(w http.ResponseWriter, r *http.Request, err error) {
 	s.fail(w, r, http.StatusInternalServerError, err.Error())
 }
 
-// redirectFlash answers a form post with a redirect to to, carrying a
-// one-line message the next page shows (post, redirect, get).
+// redirectFlash answers a form post with a redirect to to (post,
+// redirect, get); the next page the session draws says msg once. The
+// message is kept in the session, not in the address: no link can make a
+// page say something.
 func redirectFlash(w http.ResponseWriter, r *http.Request, to, msg string) {
-	if msg != "" {
-		sep := "?"
-		if strings.Contains(to, "?") {
-			sep = "&"
-		}
-		to += sep + "flash=" + url.QueryEscape(msg)
+	if ses := sessionFrom(r.Context()); ses != nil && msg != "" {
+		ses.setFlash(msg)
 	}
 	http.Redirect(w, r, to, http.StatusSeeOther)
 }
