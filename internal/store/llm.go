@@ -111,6 +111,87 @@ func (s *Store) LLMRecords(ctx context.Context, module string, limit int) ([]LLM
 	return out, nil
 }
 
+// nanosPerDay is one UTC day in the time column's unit.
+const nanosPerDay = int64(24 * time.Hour)
+
+// LLMDay is what a module (or the station, Module "") spent on one UTC day.
+type LLMDay struct {
+	Module           string    `json:"module"`
+	Day              time.Time `json:"day"` // midnight UTC
+	Calls            int64     `json:"calls"`
+	PromptTokens     int64     `json:"prompt_tokens"`
+	CompletionTokens int64     `json:"completion_tokens"`
+}
+
+// Tokens returns the prompt and completion tokens of d together.
+func (d LLMDay) Tokens() int64 { return d.PromptTokens + d.CompletionTokens }
+
+// LLMDaily returns, per module ("" for the station) and UTC day, the calls
+// and tokens at or after since (the zero time: ever), ordered by module,
+// then day. Days without a call have no row.
+func (s *Store) LLMDaily(ctx context.Context, since time.Time) ([]LLMDay, error) {
+	at, err := sinceNanos(since)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage by day: %w", err)
+	}
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (LLMDay, error) {
+		var d LLMDay
+		var day int64
+		err := r.Scan(&d.Module, &day, &d.Calls, &d.PromptTokens, &d.CompletionTokens)
+		d.Day = time.Unix(day*int64(24*time.Hour/time.Second), 0).UTC()
+		return d, err
+	}, `SELECT module, CASE WHEN time >= 0 THEN time / ?1 ELSE (time + 1) / ?1 - 1 END AS day, count(*), sum(prompt_tokens), sum(completion_tokens)
+		FROM llm_usage WHERE time >= ?2 GROUP BY module, day ORDER BY module, day`, nanosPerDay, at)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage by day: %w", err)
+	}
+	return out, nil
+}
+
+// LLMWorkflowTotal is what the LLM calls made by a workflow's runs spent:
+// its llm steps (the station's own use) and the llm_complete calls of the
+// modules its steps ran, found by the trace of the step's attempt
+// ("run/ID/step/STEP/attempt/N", workflow.Trace) and grouped by the run's
+// workflow name.
+type LLMWorkflowTotal struct {
+	Workflow         string `json:"workflow"`
+	Runs             int64  `json:"runs"` // the runs that made a call
+	Calls            int64  `json:"calls"`
+	PromptTokens     int64  `json:"prompt_tokens"`
+	CompletionTokens int64  `json:"completion_tokens"`
+}
+
+// Tokens returns the prompt and completion tokens of t together.
+func (t LLMWorkflowTotal) Tokens() int64 { return t.PromptTokens + t.CompletionTokens }
+
+// LLMWorkflowTotals returns, per workflow, the calls and tokens of its runs
+// at or after since (the zero time: ever), ordered by workflow. A call whose
+// trace names no recorded run is in none.
+func (s *Store) LLMWorkflowTotals(ctx context.Context, since time.Time) ([]LLMWorkflowTotal, error) {
+	at, err := sinceNanos(since)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage by workflow: %w", err)
+	}
+	// The run id is the trace's digits between "run/" and "/step/"; a
+	// trace with anything else there is no run's.
+	out, err := sqldb.QueryAll(ctx, s.db, func(r sqldb.Scanner) (LLMWorkflowTotal, error) {
+		var t LLMWorkflowTotal
+		err := r.Scan(&t.Workflow, &t.Runs, &t.Calls, &t.PromptTokens, &t.CompletionTokens)
+		return t, err
+	}, `WITH traced AS (
+			SELECT substr(trace, 5, instr(substr(trace, 5), '/step/') - 1) AS run, prompt_tokens, completion_tokens
+			FROM llm_usage WHERE time >= ? AND trace GLOB 'run/*/step/*'
+		)
+		SELECT w.workflow, count(DISTINCT w.id), count(*), sum(t.prompt_tokens), sum(t.completion_tokens)
+		FROM traced t JOIN workflow_runs w ON w.id = CAST(t.run AS INTEGER)
+		WHERE t.run != '' AND t.run NOT GLOB '*[^0-9]*' AND length(t.run) <= 18
+		GROUP BY w.workflow ORDER BY w.workflow`, at)
+	if err != nil {
+		return nil, fmt.Errorf("read llm usage by workflow: %w", err)
+	}
+	return out, nil
+}
+
 // sinceNanos is sqldb.ToNanos for the lower bound of a query: a time
 // before the representable range means "from the start".
 func sinceNanos(t time.Time) (int64, error) {
