@@ -1,7 +1,7 @@
 # Developer shortcuts. CI runs .ci/run.
 export GOTOOLCHAIN := local
 
-.PHONY: test race check fuzz demo build
+.PHONY: test race check fuzz demo build screenshots
 test:
 	go test ./... github.com/station-dev/station/sdk/...
 race:
@@ -14,6 +14,11 @@ demo:
 	go run ./cmd/station demo
 build:
 	go build -o station ./cmd/station
+
+# The dashboard's screenshots (docs/images/dashboard-*.png, for the README):
+# TestDashboard writes them as it drives the pages in headless Chromium.
+screenshots:
+	STATION_REQUIRE_BROWSER=1 STATION_SCREENSHOTS=docs/images go test -run '^TestDashboard$$' -count=1 ./internal/cli/
 
 # Benchmarks (BENCHMARKS.md): ROUNDS interleaved runs of the suite — the
 # host's and the network gate's benchmarks and the side-by-side suite in
