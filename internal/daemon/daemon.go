@@ -208,6 +208,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener, grace time.Duration
 		MaxHeaderBytes:    64 << 10,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ConnContext:       connContext,
 	}
 	// A connection accepted but still without a request (StateNew) holds
 	// Shutdown for five seconds, the net/http rule, however short the
@@ -347,6 +348,11 @@ func (s *Server) routes() {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.inflight.Add(1)
 	defer s.inflight.Done()
+	if why := checkPeer(r.Context(), os.Getuid()); why != "" {
+		s.log.Warn("daemon: request refused", "method", r.Method, "path", r.URL.Path, "remote", r.RemoteAddr, "why", why)
+		writeError(w, http.StatusForbidden, &APIError{Code: CodeForbidden, Message: why})
+		return
+	}
 	if s.ui != nil && (r.URL.Path == "/ui" || strings.HasPrefix(r.URL.Path, UIPrefix)) {
 		s.serveUI(w, r)
 		return
