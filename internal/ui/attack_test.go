@@ -27,13 +27,13 @@ import (
 // by port (RFC 6265 §8.5), so a browser sends the dashboard's session
 // cookie to any server on 127.0.0.1 whose path starts with /ui/ — one
 // another local user runs, say, and lures the browser to. With the cookie
-// alone, and no browser (no Origin, no Sec-Fetch-Site), that user must not
-// read the dashboard or approve a pending team change.
+// alone, that user must not read the dashboard or approve a pending team
+// change: the daemon answers no connection another user opened.
 func TestAttackSessionCookieReachesOtherLocalPorts(t *testing.T) {
 	teams := &fakeTeams{}
 	u := newUI(t, func(o *ui.Options) { o.Teams = teams })
 	pend(t, u, "may now connect to evil.example")
-	c, _ := u.signedIn(t)
+	c, csrf := u.signedIn(t)
 	got := make(chan string, 1)
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if ck, err := r.Cookie(ui.CookieName); err == nil {
@@ -52,28 +52,32 @@ func TestAttackSessionCookieReachesOtherLocalPorts(t *testing.T) {
 	var stolen string
 	select {
 	case stolen = <-got:
-		t.Logf("the session cookie reached %s (another port of the same address)", other.URL)
+		t.Logf("the session cookie reached %s (another port of the same address), as browsers do", other.URL)
 	default:
-		return
+		t.Fatal("the cookie did not reach the other port: this test no longer shows what it attacks")
 	}
-	thief := browser(t)
-	thief.Jar.SetCookies(mustURL(t, u.base+"/ui/"), []*http.Cookie{{Name: ui.CookieName, Value: stolen, Path: "/ui/"}})
-	resp, body := u.get(t, thief, "/ui/approvals")
-	if resp.StatusCode != http.StatusOK {
-		return
+	cookie := ui.CookieName + "=" + stolen
+	if code := asOtherUser(t, "GET", u.base+"/ui/approvals", cookie, ""); code != http.StatusForbidden {
+		t.Errorf("another user with the session cookie: GET /ui/approvals %d, want 403", code)
 	}
-	t.Errorf("a session cookie taken by a server on another port reads the dashboard: GET /ui/approvals %s", resp.Status)
-	form := url.Values{"csrf": {csrfOf(t, body)}, "team": {"acme"}, "module": {probeID}, "version": {"2.0.0"}, "decision": {"approve"}}
-	u.post(t, thief, "/ui/approvals/decide", form, nil)
+	form := url.Values{"csrf": {csrf}, "team": {"acme"}, "module": {probeID}, "version": {"2.0.0"}, "decision": {"approve"}}
+	if code := asOtherUser(t, "POST", u.base+"/ui/approvals/decide", cookie, form.Encode()); code != http.StatusForbidden {
+		t.Errorf("another user with the session cookie and the CSRF token: POST decide %d, want 403", code)
+	}
 	if len(teams.calls) != 0 {
-		t.Errorf("and approves a team change with it: %v", teams.calls)
+		t.Errorf("another user approved a team change: %v", teams.calls)
+	}
+	// The station's own user, with the same cookie, still gets in: the
+	// refusal is of the user, not of the cookie.
+	if resp, _ := u.get(t, c, "/ui/approvals"); resp.StatusCode != http.StatusOK {
+		t.Errorf("own user: %s", resp.Status)
 	}
 }
 
 // TestAttackSignInCodeInBrowserArgv: station ui starts the browser with
 // the sign-in link as an argument, and any local user reads a process's
 // arguments (/proc/PID/cmdline, ps). What the browser is started with must
-// not sign another browser in.
+// not sign in another user who reads it first.
 func TestAttackSignInCodeInBrowserArgv(t *testing.T) {
 	u := newUI(t, nil)
 	ctx := context.Background()
@@ -97,19 +101,22 @@ func TestAttackSignInCodeInBrowserArgv(t *testing.T) {
 		args, err = os.ReadFile(argv)
 		return err == nil
 	}, "the browser to start")
+	var link string
 	for _, a := range strings.Split(strings.TrimSpace(string(args)), "\n") {
-		if !strings.HasPrefix(a, "http") {
-			continue
+		if strings.HasPrefix(a, "http") {
+			link = a
 		}
-		// Another local user, faster than the browser.
-		resp, err := browser(t).Get(a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode == http.StatusSeeOther && len(resp.Cookies()) > 0 {
-			t.Errorf("the browser's command line %q signs in whoever reads it first", a)
-		}
+	}
+	if link == "" {
+		t.Fatalf("the browser was started with %q", args)
+	}
+	// Another local user, faster than the browser: refused, and the code
+	// is not used up by the refusal.
+	if code := asOtherUser(t, "GET", link, "", ""); code != http.StatusForbidden {
+		t.Errorf("another user with the browser's link: %d, want 403", code)
+	}
+	if resp, err := browser(t).Get(link); err != nil || resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("the user's own browser after the refusal: %v %v", resp, err)
 	}
 }
 

@@ -225,6 +225,11 @@ func (s *Server) signIn(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnauthorized, "signin", "Sign in", "This sign-in link was already used or has expired.")
 		return
 	}
+	// A new sign-in ends the session this browser had: one cookie, one
+	// session, never one chosen before the sign-in.
+	if c, err := r.Cookie(CookieName); err == nil {
+		s.auth.end(c.Value)
+	}
 	http.SetCookie(w, &http.Cookie{Name: CookieName, Value: id, Path: Prefix, HttpOnly: true, SameSite: http.SameSiteStrictMode, MaxAge: int(SessionMax / time.Second)})
 	http.Redirect(w, r, Prefix+"modules", http.StatusSeeOther)
 }

@@ -174,7 +174,8 @@ func (s *Server) routes() {
 		m.Handle(rt.pattern, h)
 	}
 	m.HandleFunc("/ui/", func(w http.ResponseWriter, r *http.Request) {
-		s.fail(w, r, http.StatusNotFound, "There is no page "+r.URL.Path+".")
+		// Not the path itself: no address may put words on a page.
+		s.fail(w, r, http.StatusNotFound, "There is no such page on the dashboard.")
 	})
 	s.mux = m
 }
