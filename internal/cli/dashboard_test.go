@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/exec"
@@ -16,8 +18,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
 	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/network"
+	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
 	"github.com/station-dev/station/internal/cli"
@@ -351,6 +355,26 @@ func TestDashboard(t *testing.T) {
 	mods := evaluate[[]string](t, nojs.ctx, `Array.from(document.querySelectorAll('tbody#audit-rows tr td:nth-child(2)'), td => td.textContent.trim())`)
 	if len(mods) < 2 || !allContain(mods, "dave/stripe-invoicing") {
 		t.Errorf("without JavaScript, module=dave/stripe-invoicing shows the decisions of %q", mods)
+	}
+
+	// h. A page of another origin (another port of 127.0.0.1: the same
+	// site, so the browser would send the session cookie to a frame of
+	// it) frames the signed-in dashboard: the browser refuses to show it.
+	framer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprintf(w, `<!doctype html><title>not the station</title><iframe id="f" src="%s/ui/approvals" width="900" height="600"></iframe>`, base)
+	}))
+	defer framer.Close()
+	b.open(t, framer.URL, 200)
+	b.expectProblem(t, "frame-ancestors")
+	tree, err := chromedp.Call(ctx, page.GetFrameTree, cdp.Empty{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range tree.FrameTree.ChildFrames {
+		if f.Frame.URL == base+"/ui/approvals" && f.Frame.UnreachableURL == "" {
+			t.Errorf("another origin's page shows the dashboard in a frame (%s)", f.Frame.URL)
+		}
 	}
 
 	// Nothing logged an error: the collector sees one (a refused inline

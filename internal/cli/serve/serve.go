@@ -65,8 +65,13 @@ commands in other terminals (run, workflow, audit, module install) use it
 automatically; with --no-daemon they run in their own process.
 
 Only the station's own user can drive it: every request needs the token the
-daemon writes to STATION_HOME/daemon.json (mode 0600), and requests from web
-pages or through other host names are refused.
+daemon writes to STATION_HOME/daemon.json (mode 0600), requests from web pages
+or through other host names are refused, and (on Linux) so is every connection
+another user of the machine opened.
+
+It also serves a dashboard at /ui/ (docs/ui.md): modules and what each may do,
+approvals, the audit log with a live tail, workflow runs, LLM spending, teams
+and advisories. station ui signs your browser in with a one-time link.
 
 When the station is logged in to a hub (station hub login), the daemon follows
 the hub's relay: it prints a line when it applies a team's pushed lockfile,
