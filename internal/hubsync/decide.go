@@ -48,6 +48,9 @@ func (e *NoPendingError) Error() string {
 	} else if len(others) > 0 {
 		there = "pending there: " + strings.Join(others, ", ")
 	}
+	if e.Team == store.UpgradeTeam {
+		return fmt.Sprintf("no upgrade of %s waits for approval on this station (%s): station module upgrade %s asks again", what, strings.Replace(there, " there", "", 1), e.Module)
+	}
 	return fmt.Sprintf("no change to %s is pending in team %s on this station (%s): station team status %s shows what waits for approval", what, e.Team, there, e.Team)
 }
 
@@ -81,19 +84,30 @@ func (e *MovedOnError) Error() string {
 // another version than the one recorded, or a module with nothing
 // recorded, is a *NoPendingError, and a team this station is not in a
 // *NotMemberError.
+//
+// Team store.UpgradeTeam ("") names the upgrades that wait for approval
+// (UpgradePendings).
 func FindPending(ctx context.Context, st *station.Station, team, module, version string) (PendingChange, error) {
-	if _, err := st.Store.HubTeam(ctx, team); errors.Is(err, store.ErrNotFound) {
-		return PendingChange{}, &NotMemberError{Team: team}
-	} else if err != nil {
-		return PendingChange{}, err
-	}
-	recorded, err := st.Store.HubPendings(ctx, team)
-	if err != nil {
-		return PendingChange{}, err
-	}
 	var all []PendingChange
-	for _, p := range recorded {
-		all = append(all, pendingChange(p))
+	if team == store.UpgradeTeam {
+		ups, err := UpgradePendings(ctx, st)
+		if err != nil {
+			return PendingChange{}, err
+		}
+		all = ups
+	} else {
+		if _, err := st.Store.HubTeam(ctx, team); errors.Is(err, store.ErrNotFound) {
+			return PendingChange{}, &NotMemberError{Team: team}
+		} else if err != nil {
+			return PendingChange{}, err
+		}
+		recorded, err := st.Store.HubPendings(ctx, team)
+		if err != nil {
+			return PendingChange{}, err
+		}
+		for _, p := range recorded {
+			all = append(all, pendingChange(p))
+		}
 	}
 	for _, p := range all {
 		if p.Module == module && (version == "" || p.Version == version) {
@@ -116,10 +130,17 @@ func FindPending(ctx context.Context, st *station.Station, team, module, version
 // applied the new revision without approving anything. When the module
 // could not be installed, the error says why. Otherwise the report's
 // Installed lists module@version.
+//
+// For team store.UpgradeTeam it is the held upgrade of module: the upgrade
+// to exactly that version is made (Upgrade), approved; the report names no
+// team.
 func (s *Session) ApprovePending(ctx context.Context, team, module, version string) (*Report, error) {
 	p, err := FindPending(ctx, s.Station, team, module, version)
 	if err != nil {
 		return nil, err
+	}
+	if team == store.UpgradeTeam {
+		return s.approveUpgrade(ctx, p)
 	}
 	take := change{p.Module, p.Version}
 	rep, err := s.sync(ctx, team, func(pl Plan) (bool, error) {
@@ -193,4 +214,25 @@ func RejectPending(ctx context.Context, st *station.Station, team, module, versi
 		return nil
 	}
 	return st.Store.RejectHubPending(ctx, team, p.Module, p.Version, time.Now().UTC())
+}
+
+// approveUpgrade makes the held upgrade p, approved.
+func (s *Session) approveUpgrade(ctx context.Context, p PendingChange) (*Report, error) {
+	rs, err := s.Upgrade(ctx, []string{p.Module + "@" + p.Version}, func(pl Plan) (bool, error) {
+		return pl.Version.Module == p.Module && pl.Version.Version == p.Version, nil
+	})
+	rep := &Report{Revision: -1, Previous: -1}
+	for _, r := range rs {
+		switch r.Status {
+		case Upgraded:
+			rep.Installed = append(rep.Installed, Result{ID: r.Module, Version: r.To, Changed: true})
+			s.log().Info("approved upgrade", "module", p.Module, "version", p.Version)
+		case UpToDate:
+			rep.Unchanged = append(rep.Unchanged, r.Module)
+		}
+	}
+	if err != nil {
+		return rep, fmt.Errorf("approve the upgrade of %s to %s: %w", p.Module, p.Version, err)
+	}
+	return rep, nil
 }

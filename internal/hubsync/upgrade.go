@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/station-dev/station/hub"
 	"github.com/station-dev/station/internal/hubclient"
@@ -142,18 +143,73 @@ func (s *Session) upgrade(ctx context.Context, id, version string, o store.HubOr
 			return r
 		}
 	}
-	res, err := s.Install(ctx, Request{ID: id, Version: r.To}, approve)
+	// What was asked, so that a declined upgrade can wait for approval.
+	var asked *Plan
+	ask := approve
+	if approve != nil {
+		ask = func(p Plan) (bool, error) { asked = &p; return approve(p) }
+	}
+	res, err := s.Install(ctx, Request{ID: id, Version: r.To}, ask)
 	if res.Version != "" {
 		r.To = res.Version
 	}
 	if err != nil {
+		var pending *PendingError
+		if errors.As(err, &pending) {
+			asked = &pending.Plan
+		}
+		if asked != nil && (pending != nil || errors.Is(err, station.ErrNotApproved)) {
+			s.holdUpgrade(ctx, *asked, rec.Version)
+		}
 		return fail(err)
 	}
 	r.Status = UpToDate
 	if res.Changed {
 		r.Status = Upgraded
 	}
+	if err := s.Station.Store.DeleteHubPending(ctx, store.UpgradeTeam, id); err != nil {
+		s.log().Warn("forget a held upgrade", "module", id, "err", err)
+	}
 	return r
+}
+
+// holdUpgrade records a declined upgrade that asked for more than was
+// approved as pending (store.UpgradeTeam): the dashboard's Approvals shows
+// it, and ApprovePending takes it. An upgrade the operator was asked about
+// and declined is recorded the same way; it was not approved, and it still
+// is what the hub offers.
+func (s *Session) holdUpgrade(ctx context.Context, p Plan, from string) {
+	if !p.NeedsApproval() {
+		return
+	}
+	hp := store.HubPending{Team: store.UpgradeTeam, Module: p.Version.Module, Version: p.Version.Version, FromVersion: from,
+		Escalations: p.Differences(), RecordedAt: s.now()}
+	if err := s.Station.Store.PutHubPending(ctx, hp); err != nil {
+		s.log().Warn("record a held upgrade", "module", hp.Module, "version", hp.Version, "err", err)
+		return
+	}
+	s.log().Info("upgrade waits for approval", "module", hp.Module, "version", hp.Version, "asks", strings.Join(hp.Escalations, "; "))
+}
+
+// UpgradePendings returns the upgrades that wait for approval (or were
+// rejected), by module: the ones whose module is still installed at the
+// version they would replace.
+func UpgradePendings(ctx context.Context, st *station.Station) ([]PendingChange, error) {
+	all, err := st.Store.HubPendings(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := []PendingChange{}
+	for _, p := range all {
+		if p.Team != store.UpgradeTeam {
+			continue
+		}
+		if rec, err := st.Store.Module(ctx, p.Module); err != nil || rec.Version != p.FromVersion {
+			continue // removed, or replaced since by other means
+		}
+		out = append(out, pendingChange(p))
+	}
+	return out, nil
 }
 
 // sameVersion reports whether the installed module rec is the version its

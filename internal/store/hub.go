@@ -449,6 +449,50 @@ func (s *Store) ReplaceHubPendings(ctx context.Context, team string, ps []HubPen
 	return nil
 }
 
+// UpgradeTeam is the team of a pending change that is no team's: an
+// upgrade the operator ran (station module upgrade) that asks for more
+// than was approved and was not approved then.
+const UpgradeTeam = ""
+
+// PutHubPending records one pending change of team (UpgradeTeam for an
+// upgrade), replacing the one recorded for its module. The same version
+// as before keeps its rejection, as ReplaceHubPendings does.
+func (s *Store) PutHubPending(ctx context.Context, p HubPending) error {
+	esc, err := json.Marshal(p.Escalations)
+	if err != nil {
+		return err
+	}
+	at, err := sqldb.ToNanos(p.RecordedAt)
+	if err != nil {
+		return fmt.Errorf("record pending change of %s: %w", p.Module, err)
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		var rej int64
+		err := tx.QueryRowContext(ctx, `SELECT rejected_at FROM hub_pending WHERE team = ? AND module = ? AND version = ?`, p.Team, p.Module, p.Version).Scan(&rej)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM hub_pending WHERE team = ? AND module = ?`, p.Team, p.Module); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO hub_pending (team, module, version, revision, from_version, escalations, recorded_at, rejected_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, p.Team, p.Module, p.Version, p.Revision, p.FromVersion, esc, at, rej)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("record pending change of %s: %w", p.Module, err)
+	}
+	return nil
+}
+
+// DeleteHubPending forgets team's pending change of module, if any.
+func (s *Store) DeleteHubPending(ctx context.Context, team, module string) error {
+	if _, err := s.db.ExecContext(ctx, `DELETE FROM hub_pending WHERE team = ? AND module = ?`, team, module); err != nil {
+		return fmt.Errorf("forget pending change of %s: %w", module, err)
+	}
+	return nil
+}
+
 // RejectHubPending records that the operator rejected team's pending
 // change of module to version, at at. The error wraps ErrNotFound when no
 // such change is recorded (none of module, or one of another version).

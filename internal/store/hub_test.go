@@ -283,3 +283,50 @@ func TestHubPendingMigration(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestPutHubPending: one held change per team and module; the same
+// version keeps its rejection, another version waits afresh; delete
+// forgets it, and an upgrade's row (UpgradeTeam) is no team's.
+func TestPutHubPending(t *testing.T) {
+	s := open(t)
+	ctx := context.Background()
+	at := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	put := func(version string) {
+		t.Helper()
+		if err := s.PutHubPending(ctx, HubPending{Team: UpgradeTeam, Module: "dave/hello", Version: version, FromVersion: "1.0.0", Escalations: []string{"may now connect to x.example"}, RecordedAt: at}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func() []HubPending {
+		t.Helper()
+		ps, err := s.HubPendings(ctx, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ps
+	}
+	put("1.1.0")
+	if err := s.RejectHubPending(ctx, UpgradeTeam, "dave/hello", "1.1.0", at.Add(time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	put("1.1.0")
+	if ps := get(); len(ps) != 1 || ps[0].Team != UpgradeTeam || ps[0].RejectedAt.IsZero() {
+		t.Errorf("the same version again: %+v, want it still rejected", ps)
+	}
+	put("1.2.0")
+	if ps := get(); len(ps) != 1 || ps[0].Version != "1.2.0" || !ps[0].RejectedAt.IsZero() {
+		t.Errorf("another version: %+v, want one row, waiting", ps)
+	}
+	if err := s.ReplaceHubPendings(ctx, "acme", nil); err != nil {
+		t.Fatal(err)
+	}
+	if ps := get(); len(ps) != 1 {
+		t.Errorf("a team's sync touched the upgrade's row: %+v", ps)
+	}
+	if err := s.DeleteHubPending(ctx, UpgradeTeam, "dave/hello"); err != nil {
+		t.Fatal(err)
+	}
+	if ps := get(); len(ps) != 0 {
+		t.Errorf("after delete: %+v", ps)
+	}
+}

@@ -56,7 +56,8 @@ beyond what you approved, signed by the key you trusted before, applies at
 once. One that asks for more — a new host, a program, a wider write glob, the
 LLM — or is signed by another key shows the difference and waits for your
 approval (a terminal prompt, or --yes); without it nothing changes and the
-installed version keeps running (exit code 5).
+installed version keeps running (exit code 5), and the upgrade waits in the
+dashboard's Approvals (station ui), where you can approve or reject it.
 
 A module installed from a directory is not upgraded: replace it with the
 hub's version with station module install OWNER/SLUG@VERSION, which asks
