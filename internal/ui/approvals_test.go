@@ -207,3 +207,29 @@ func TestVendoredFilesArePinned(t *testing.T) {
 		t.Fatal("PINNED lists nothing")
 	}
 }
+
+// TestApprovalsOfAnUpgrade: an upgrade the operator ran that asks for
+// more waits beside the team changes, and its buttons hand it over as an
+// upgrade (team "").
+func TestApprovalsOfAnUpgrade(t *testing.T) {
+	teams := &fakeTeams{}
+	u := newUI(t, func(o *ui.Options) { o.Teams = teams })
+	if err := u.st.Store.PutHubPending(context.Background(), store.HubPending{Team: store.UpgradeTeam, Module: probeID, Version: "2.0.0", FromVersion: "1.0.0",
+		Escalations: []string{"may now connect to api.github.com"}, RecordedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	c, csrf := u.signedIn(t)
+	_, body := u.get(t, c, "/ui/approvals")
+	for _, want := range []string{`data-module="test/probe" data-team=""`, "an upgrade from the hub; 1.0.0 keeps running meanwhile", `<li class="add">may now connect to api.github.com</li>`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("approvals page lacks %q:\n%s", want, body)
+		}
+	}
+	form := url.Values{"csrf": {csrf}, "team": {""}, "module": {probeID}, "version": {"2.0.0"}, "decision": {"reject"}}
+	if resp, _ := u.post(t, c, "/ui/approvals/decide", form, map[string]string{"Origin": u.base}); resp.StatusCode != http.StatusSeeOther {
+		t.Errorf("reject the upgrade: %s", resp.Status)
+	}
+	if got := strings.Join(teams.calls, "; "); got != "reject  test/probe 2.0.0" {
+		t.Errorf("decisions handed over: %q", got)
+	}
+}

@@ -13,7 +13,8 @@ import (
 )
 
 // Teams decides pending team changes: the same services as station team
-// approve and station team reject (internal/hubsync).
+// approve and station team reject (internal/hubsync). Team "" is an
+// upgrade the operator ran that waits for approval (hubsync.UpgradePendings).
 type Teams interface {
 	// Approve installs the pending change of module to version for team
 	// (it needs the hub) and returns what it did, in a line.
@@ -45,20 +46,27 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, r, err)
 		return
 	}
+	ups, err := hubsync.UpgradePendings(r.Context(), s.st)
+	if err != nil {
+		s.failErr(w, r, err)
+		return
+	}
 	data := approvalsData{CanDecide: s.teams != nil}
+	changes := ups
 	for _, t := range ts {
-		for _, p := range t.Pending {
-			a := approval{PendingChange: p}
-			if p.FromVersion != "" {
-				if in, err := hubsync.Describe(r.Context(), s.st, p.Module); err == nil {
-					a.Running = permLines(in.Approved.Describe(in.Confinement))
-				}
+		changes = append(changes, t.Pending...)
+	}
+	for _, p := range changes {
+		a := approval{PendingChange: p}
+		if p.FromVersion != "" {
+			if in, err := hubsync.Describe(r.Context(), s.st, p.Module); err == nil {
+				a.Running = permLines(in.Approved.Describe(in.Confinement))
 			}
-			if p.RejectedAt.IsZero() {
-				data.Pending = append(data.Pending, a)
-			} else {
-				data.Rejected = append(data.Rejected, a)
-			}
+		}
+		if p.RejectedAt.IsZero() {
+			data.Pending = append(data.Pending, a)
+		} else {
+			data.Rejected = append(data.Rejected, a)
 		}
 	}
 	s.render(w, r, http.StatusOK, "approvals", "Approvals", data)
@@ -68,7 +76,8 @@ func (s *Server) approvalsPage(w http.ResponseWriter, r *http.Request) {
 // Approvals page) and goes back there with what happened.
 func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	team, module, version, decision := r.PostFormValue("team"), r.PostFormValue("module"), r.PostFormValue("version"), r.PostFormValue("decision")
-	if hub.CheckName(team) != "" || hub.CheckModuleID(module) != "" || version == "" || len(version) > 128 {
+	// Team "" (store.UpgradeTeam) is an upgrade the operator ran.
+	if team != store.UpgradeTeam && hub.CheckName(team) != "" || hub.CheckModuleID(module) != "" || version == "" || len(version) > 128 {
 		s.fail(w, r, http.StatusBadRequest, "The form named no pending change (team, module and version are needed): go back to Approvals and use its buttons.")
 		return
 	}
@@ -84,6 +93,9 @@ func (s *Server) decide(w http.ResponseWriter, r *http.Request) {
 	case "reject":
 		if err = s.teams.Reject(r.Context(), team, module, version); err == nil {
 			msg = "rejected: " + module + "@" + version + " for team " + team + "; the approved version keeps running"
+			if team == store.UpgradeTeam {
+				msg = "rejected: the upgrade of " + module + " to " + version + "; the approved version keeps running"
+			}
 		}
 	default:
 		s.fail(w, r, http.StatusBadRequest, "decision: want approve or reject.")

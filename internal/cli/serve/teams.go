@@ -30,6 +30,9 @@ func (d teamDecider) Approve(ctx context.Context, team, module, version string) 
 			d.log.Warn("reload after approval", "module", r.ID, "err", err)
 		}
 	}
+	if team == "" {
+		return fmt.Sprintf("approved: %s is upgraded to %s and runs it from the next call", module, version), nil
+	}
 	return fmt.Sprintf("approved: %s@%s is installed for team %s and runs from the next call", module, version, team), nil
 }
 
