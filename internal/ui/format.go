@@ -3,8 +3,6 @@ package ui
 import (
 	"html/template"
 	"time"
-
-	"github.com/station-dev/station/internal/units"
 )
 
 // navEntry is one menu entry of the layout.
@@ -37,5 +35,4 @@ var funcs = template.FuncMap{
 		}
 		return d.Round(time.Millisecond).String()
 	},
-	"bytes": func(n int64) string { return units.Bytes(n) },
 }

@@ -44,11 +44,12 @@ func permLines(lines []string) []permLine {
 	return out
 }
 
-// describe reads one installed module as station module show does.
-func (s *Server) describe(r *http.Request, id string, findings map[string]hubsync.Finding) (moduleRow, error) {
+// describe reads one installed module as station module show does, and
+// returns what hubsync.Describe read with it.
+func (s *Server) describe(r *http.Request, id string, findings map[string]hubsync.Finding) (moduleRow, *hubsync.ModuleInfo, error) {
 	in, err := hubsync.Describe(r.Context(), s.st, id)
 	if err != nil {
-		return moduleRow{}, err
+		return moduleRow{}, nil, err
 	}
 	row := moduleRow{ID: in.Module.ID, Version: in.Module.Version, Origin: in.Origin, Loaded: s.st.Host.Module(id) != nil,
 		Permissions: permLines(in.Approved.Describe(in.Confinement))}
@@ -61,7 +62,7 @@ func (s *Server) describe(r *http.Request, id string, findings map[string]hubsyn
 	if f, ok := findings[id]; ok && f.Affected() {
 		row.Finding = &f
 	}
-	return row, nil
+	return row, in, nil
 }
 
 // findings returns what the station knows against each installed module,
@@ -88,7 +89,7 @@ func (s *Server) modulesPage(w http.ResponseWriter, r *http.Request) {
 	byID, _ := s.findings(r)
 	rows := make([]moduleRow, 0, len(ms))
 	for _, m := range ms {
-		row, err := s.describe(r, m.ID, byID)
+		row, _, err := s.describe(r, m.ID, byID)
 		if err != nil {
 			s.failErr(w, r, err)
 			return
@@ -114,12 +115,7 @@ const moduleDecisions = 50
 func (s *Server) modulePage(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("owner") + "/" + r.PathValue("slug")
 	byID, _ := s.findings(r)
-	row, err := s.describe(r, id, byID)
-	if err != nil {
-		s.failErr(w, r, err)
-		return
-	}
-	in, err := hubsync.Describe(r.Context(), s.st, id)
+	row, in, err := s.describe(r, id, byID)
 	if err != nil {
 		s.failErr(w, r, err)
 		return
